@@ -1,0 +1,141 @@
+// The build of the kafka-share source for Spark Structured Streaming.
+//   connector   (jvm/)               the product: one jar with kafka-clients shaded inside, no Spark classes
+//   harness     (tests/harness/)     test support: a real Kafka broker in its own JVM, topic and group helpers
+//   integration (tests/integration/) Scala tests against that broker
+// Every version comes from versions.properties.
+
+val pins: Map[String, String] = {
+  val props = new java.util.Properties
+  IO.load(props, file("versions.properties"))
+  import scala.jdk.CollectionConverters._
+  props.asScala.toMap
+}
+def pin(key: String): String =
+  pins.getOrElse(key, sys.error(s"versions.properties has no '$key'"))
+
+val brokerVersions: Seq[String] = pin("kafka.broker.versions").split("\\s+").toSeq
+
+ThisBuild / version      := pin("project.version")
+ThisBuild / scalaVersion := pin("scala")
+ThisBuild / organization := "io.github.kafkashare"
+ThisBuild / scalacOptions ++= Seq("-deprecation", "-feature", "-unchecked", "-Xlint", "-release", "17")
+ThisBuild / javacOptions ++= Seq("--release", "17")
+
+// Where generated files for the Makefile and the Python tests go (ignored by git).
+val buildOut = settingKey[File]("target/ at the root of the project")
+ThisBuild / buildOut := (LocalRootProject / baseDirectory).value / "target"
+
+// Spark ships lz4, snappy, zstd and slf4j; the connector uses Spark's copies of them.
+val providedBySpark = Seq(
+  ExclusionRule("at.yawk.lz4"),
+  ExclusionRule("org.lz4"),
+  ExclusionRule("org.xerial.snappy"),
+  ExclusionRule("com.github.luben"),
+  ExclusionRule("org.slf4j")
+)
+
+val shadedKafkaPackage = "io.github.kafkashare.shaded.kafka"
+
+lazy val connector = project
+  .in(file("jvm"))
+  .settings(
+    name := "spark-kafka-share",
+    libraryDependencies ++= Seq(
+      "org.apache.spark" %% "spark-sql"     % pin("spark") % Provided,
+      ("org.apache.kafka" % "kafka-clients" % pin("kafka.clients")).excludeAll(providedBySpark: _*),
+      "org.scalatest"    %% "scalatest"     % pin("scalatest") % Test
+    ),
+    // The project version, readable at run time (diagnostics, error messages).
+    Compile / resourceGenerators += Def.task {
+      val out = (Compile / resourceManaged).value / "io" / "github" / "kafkashare" / "spark" / "version.properties"
+      IO.write(out, s"version=${version.value}\nkafka.clients=${pin("kafka.clients")}\n")
+      Seq(out)
+    }.taskValue,
+    Test / fork := true,
+    // Why shade: docs/architecture/packaging.md. In short, Spark's own Kafka source puts
+    // kafka-clients 3.9 (no share consumer) on the class path of the same application.
+    assembly / assemblyShadeRules := Seq(
+      ShadeRule.rename("org.apache.kafka.**" -> s"$shadedKafkaPackage.@1").inAll
+    ),
+    assemblyPackageScala / assembleArtifact := false,
+    assembly / assemblyJarName := s"${name.value}_${scalaBinaryVersion.value}-${version.value}.jar",
+    assembly / test := {},
+    assembly / assemblyMergeStrategy := {
+      case PathList("module-info.class")                        => MergeStrategy.discard
+      case PathList("META-INF", "versions", _, "module-info.class") => MergeStrategy.discard
+      case PathList("META-INF", "services", _*)                 => MergeStrategy.filterDistinctLines
+      case PathList("META-INF", f) if f.endsWith(".SF") || f.endsWith(".DSA") || f.endsWith(".RSA") =>
+        MergeStrategy.discard
+      case other => (assembly / assemblyMergeStrategy).value(other)
+    }
+  )
+
+val fetchBrokers = taskKey[Seq[File]](
+  "Resolves each test broker version (kafka_2.13 plus an SLF4J binding) and writes target/brokers/<version>/classpath.txt")
+val exportHarnessClasspath = taskKey[File](
+  "Writes the harness class path to target/harness.classpath for the Makefile and the Python tests")
+
+lazy val harness = project
+  .in(file("tests/harness"))
+  .settings(
+    name := "kafka-share-test-harness",
+    publish / skip := true,
+    libraryDependencies ++= Seq(
+      "org.apache.kafka" % "kafka-clients" % pin("kafka.clients"),
+      "org.slf4j"        % "slf4j-simple"  % pin("slf4j")
+    ),
+    fetchBrokers := {
+      val resolver = dependencyResolution.value
+      val log      = streams.value.log
+      brokerVersions.map { v =>
+        val dir       = buildOut.value / "brokers" / v
+        val classpath = dir / "classpath.txt"
+        if (!classpath.exists) {
+          // kafka-tools-api holds command-line tool interfaces the broker does not load, and
+          // 4.4.0's pom is missing from Maven Central: leave it out for every version.
+          val modules = Seq(
+            ("org.apache.kafka" % "kafka_2.13" % v).exclude("org.apache.kafka", "kafka-tools-api"),
+            "org.slf4j"        % "slf4j-simple" % pin("slf4j")
+          )
+          val jars = modules.flatMap { m =>
+            resolver.retrieve(m, scalaModuleInfo = None, dir / "retrieved", log) match {
+              case Left(warning) => throw warning.resolveException
+              case Right(files)  => files.filter(_.getName.endsWith(".jar"))
+            }
+          }
+          // slf4j-api may come twice (Kafka's and the binding's): keep one file per artifact name.
+          val unique = jars.groupBy(_.getName.replaceAll("-[0-9][^-]*\\.jar$", "")).values.map(_.maxBy(_.getName))
+          IO.write(classpath, unique.map(_.getAbsolutePath).toSeq.sorted.mkString("\n") + "\n")
+          log.info(s"Kafka broker $v: ${unique.size} jars")
+        }
+        dir
+      }
+    },
+    exportHarnessClasspath := {
+      val out = buildOut.value / "harness.classpath"
+      IO.write(out, (Runtime / fullClasspath).value.files.map(_.getAbsolutePath).mkString(java.io.File.pathSeparator))
+      fetchBrokers.value
+      out
+    }
+  )
+
+lazy val integration = project
+  .in(file("tests/integration"))
+  .dependsOn(harness)
+  .settings(
+    name := "kafka-share-integration-tests",
+    publish / skip := true,
+    libraryDependencies += "org.scalatest" %% "scalatest" % pin("scalatest") % Test,
+    Test / fork := true,
+    Test / javaOptions ++= Seq(
+      s"-Dkafkashare.root=${(LocalRootProject / baseDirectory).value}",
+      s"-Dkafkashare.broker.versions=${brokerVersions.mkString(",")}"
+    ),
+    Test / testOptions += Tests.Argument(TestFrameworks.ScalaTest, "-oD"),
+    Test / test := (Test / test).dependsOn(harness / fetchBrokers).value
+  )
+
+lazy val root = project
+  .in(file("."))
+  .aggregate(connector, harness, integration)
+  .settings(publish / skip := true)

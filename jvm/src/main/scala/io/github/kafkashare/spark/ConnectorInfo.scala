@@ -1,0 +1,22 @@
+package io.github.kafkashare.spark
+
+import java.util.Properties
+
+import org.apache.kafka.common.utils.AppInfoParser
+
+/** Which connector and which (bundled, shaded) kafka-clients are loaded in this JVM. */
+object ConnectorInfo {
+
+  /** The project version, written into the jar by the build. */
+  lazy val version: String = {
+    val props = new Properties
+    val in    = getClass.getResourceAsStream("version.properties")
+    if (in != null) try props.load(in) finally in.close()
+    props.getProperty("version", "unknown")
+  }
+
+  /** The version kafka-clients reports about itself, read from the classes actually loaded. */
+  def kafkaClientsVersion: String = AppInfoParser.getVersion
+
+  def describe: String = s"spark-kafka-share $version (kafka-clients $kafkaClientsVersion)"
+}

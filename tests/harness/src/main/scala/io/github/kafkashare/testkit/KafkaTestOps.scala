@@ -1,0 +1,130 @@
+package io.github.kafkashare.testkit
+
+import java.time.Duration
+import java.util.{Collections, Properties}
+import java.util.concurrent.TimeUnit
+
+import scala.collection.mutable
+import scala.jdk.CollectionConverters._
+
+import org.apache.kafka.clients.admin.{AlterConfigOp, ConfigEntry, ListShareGroupOffsetsSpec, NewTopic}
+import org.apache.kafka.clients.consumer.{ConsumerConfig, KafkaShareConsumer}
+import org.apache.kafka.clients.producer.{KafkaProducer, ProducerConfig, ProducerRecord}
+import org.apache.kafka.common.TopicPartition
+import org.apache.kafka.common.config.ConfigResource
+import org.apache.kafka.common.serialization.{ByteArrayDeserializer, ByteArraySerializer}
+
+/** One record as a share consumer received it. */
+final case class ReceivedRecord(topic: String, partition: Int, offset: Long, key: String, deliveryCount: Int)
+
+/** What the broker knows of a share group: members and, per partition, the share-partition start offset. */
+final case class ShareGroupState(groupId: String, state: String, members: Int, startOffsets: Map[TopicPartition, Long]) {
+  def toJson: String = {
+    val offsets = startOffsets.toSeq.sortBy(tp => (tp._1.topic, tp._1.partition)).map { case (tp, o) =>
+      s"""{"topic":"${tp.topic}","partition":${tp.partition},"startOffset":$o}"""
+    }
+    s"""{"groupId":"$groupId","state":"$state","members":$members,"startOffsets":[${offsets.mkString(",")}]}"""
+  }
+}
+
+/** Test data and inspection through the real Kafka clients: topics, group configs, records, group state. */
+final class KafkaTestOps(bootstrapServers: String) {
+
+  def createTopic(topic: String, partitions: Int): Unit = {
+    val admin = KafkaBroker.admin(bootstrapServers)
+    try admin.createTopics(Collections.singleton(new NewTopic(topic, partitions, 1.toShort))).all().get(30, TimeUnit.SECONDS)
+    finally admin.close()
+  }
+
+  /** Sets group configs (`share.auto.offset.reset`, `share.record.lock.duration.ms`, ...). Works before the group exists. */
+  def setGroupConfig(groupId: String, configs: Map[String, String]): Unit = {
+    val admin    = KafkaBroker.admin(bootstrapServers)
+    val resource = new ConfigResource(ConfigResource.Type.GROUP, groupId)
+    val ops      = configs.map { case (k, v) => new AlterConfigOp(new ConfigEntry(k, v), AlterConfigOp.OpType.SET) }
+    try admin.incrementalAlterConfigs(Map(resource -> ops.asJavaCollection).asJava).all().get(30, TimeUnit.SECONDS)
+    finally admin.close()
+  }
+
+  /** A new share group starts at the log end (`latest`); tests want everything produced before it joins. */
+  def readFromEarliest(groupId: String): Unit = setGroupConfig(groupId, Map("share.auto.offset.reset" -> "earliest"))
+
+  /**
+   * Produces `count` records with keys "0".."count-1" (so a reader can tell lost from doubled),
+   * values of `valueBytes` bytes, spread over the partitions by key. Batched for speed; waits for all acks.
+   */
+  def produce(topic: String, count: Int, valueBytes: Int = 100, firstKey: Int = 0): Unit = {
+    val props = new Properties
+    props.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrapServers)
+    props.put(ProducerConfig.ACKS_CONFIG, "all")
+    props.put(ProducerConfig.LINGER_MS_CONFIG, "5")
+    props.put(ProducerConfig.BATCH_SIZE_CONFIG, "262144")
+    props.put(ProducerConfig.COMPRESSION_TYPE_CONFIG, "lz4")
+    val producer = new KafkaProducer[Array[Byte], Array[Byte]](props, new ByteArraySerializer, new ByteArraySerializer)
+    val value    = Array.fill[Byte](valueBytes)('v'.toByte)
+    try {
+      (firstKey until firstKey + count).foreach { i =>
+        producer.send(new ProducerRecord(topic, i.toString.getBytes("UTF-8"), value))
+      }
+      producer.flush()
+    } finally producer.close()
+  }
+
+  /**
+   * Reads with one share consumer (implicit acknowledgement: each poll ACCEPTs the previous one)
+   * until `expected` records arrived or `timeoutMs` passed, then commits and leaves the group.
+   */
+  def shareConsume(groupId: String, topics: Seq[String], expected: Int, timeoutMs: Long = 60000): Seq[ReceivedRecord] =
+    withShareConsumer(groupId, topics) { consumer =>
+      val received = mutable.ArrayBuffer.empty[ReceivedRecord]
+      val deadline = System.currentTimeMillis + timeoutMs
+      while (received.size < expected && System.currentTimeMillis < deadline) received ++= poll(consumer)
+      consumer.commitSync()
+      received.toSeq
+    }
+
+  /**
+   * Acquires one poll's worth of records and leaves the group without acknowledging them; closing
+   * an implicit-mode consumer RELEASEs them, so the group delivers them again.
+   */
+  def acquireAndLeave(groupId: String, topics: Seq[String], timeoutMs: Long = 60000): Seq[ReceivedRecord] =
+    withShareConsumer(groupId, topics) { consumer =>
+      val deadline = System.currentTimeMillis + timeoutMs
+      var acquired = Seq.empty[ReceivedRecord]
+      while (acquired.isEmpty && System.currentTimeMillis < deadline) acquired = poll(consumer)
+      acquired
+    }
+
+  private def withShareConsumer[T](groupId: String, topics: Seq[String])(use: KafkaShareConsumer[Array[Byte], Array[Byte]] => T): T = {
+    val props = new Properties
+    props.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrapServers)
+    props.put(ConsumerConfig.GROUP_ID_CONFIG, groupId)
+    val consumer = new KafkaShareConsumer[Array[Byte], Array[Byte]](props, new ByteArrayDeserializer, new ByteArrayDeserializer)
+    try { consumer.subscribe(topics.asJava); use(consumer) } finally consumer.close()
+  }
+
+  private def poll(consumer: KafkaShareConsumer[Array[Byte], Array[Byte]]): Seq[ReceivedRecord] =
+    consumer.poll(Duration.ofMillis(500)).asScala.toSeq.map { r =>
+      val deliveryCount = if (r.deliveryCount.isPresent) r.deliveryCount.get.toInt else -1
+      ReceivedRecord(r.topic, r.partition, r.offset, new String(r.key, "UTF-8"), deliveryCount)
+    }
+
+  /**
+   * Members and per-partition start offsets, as Admin reports them. The start offset the broker
+   * persists trails the acknowledgements (it moved to 100 only after 200 records were ACCEPTed, in
+   * Kafka 4.1 and 4.4 alike): it is a lower bound of what was acknowledged, not the exact point.
+   */
+  def shareGroupState(groupId: String): ShareGroupState = {
+    val admin = KafkaBroker.admin(bootstrapServers)
+    try {
+      val description = admin.describeShareGroups(Collections.singleton(groupId)).describedGroups().get(groupId).get(30, TimeUnit.SECONDS)
+      val offsets = admin
+        .listShareGroupOffsets(Map(groupId -> new ListShareGroupOffsetsSpec()).asJava)
+        .partitionsToOffsetAndMetadata(groupId)
+        .get(30, TimeUnit.SECONDS)
+        .asScala
+        .collect { case (tp, o) if o != null => tp -> o.offset }
+        .toMap
+      ShareGroupState(groupId, description.groupState.toString, description.members.size, offsets)
+    } finally admin.close()
+  }
+}

@@ -1,0 +1,58 @@
+"""Fixtures: a real Kafka broker per version for the whole session, and Spark in child processes."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+
+from harness import Broker, broker_versions
+
+HERE = Path(__file__).resolve().parent
+_names = itertools.count()
+_brokers: list[Broker] = []
+
+
+@pytest.fixture(scope="session", params=broker_versions(), ids=lambda v: f"kafka-{v}")
+def broker(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Broker]:
+    """One broker per version, shared by every test of the session."""
+    started = Broker(request.param, tmp_path_factory.mktemp(f"kafka-{request.param}")).start()
+    _brokers.append(started)
+    yield started
+    started.stop()
+    _brokers.remove(started)
+
+
+@pytest.fixture
+def fresh_name() -> object:
+    """Topic and group names no other test uses."""
+    return lambda prefix: f"{prefix}-{os.getpid()}-{next(_names)}"
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    """A failing test shows the tail of each running broker's log."""
+    outcome = yield
+    report = outcome.get_result()
+    if report.failed:
+        for b in _brokers:
+            report.sections.append((f"broker {b.version} log ({b.log})", b.log_tail()))
+
+
+def run_spark(script: str, *args: str, timeout: float = 300) -> dict[str, object]:
+    """Runs tests/python/spark_apps/<script> in its own Python process (its own Spark JVM), returns its JSON.
+
+    Spark takes jars only when its JVM starts, so each configuration gets a fresh process.
+    """
+    done = subprocess.run([sys.executable, str(HERE / "spark_apps" / script), *args],
+                          capture_output=True, text=True, timeout=timeout)
+    if done.returncode != 0:
+        raise AssertionError(f"{script} {' '.join(args)} exited {done.returncode}:\n{done.stderr[-6000:]}")
+    result: dict[str, object] = json.loads(done.stdout.strip().splitlines()[-1])
+    return result

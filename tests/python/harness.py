@@ -1,0 +1,84 @@
+"""The Kafka test harness (tests/harness, Scala) driven from Python through its command line.
+
+The build writes target/harness.classpath and target/brokers/<version>/classpath.txt
+(`make build`); each call here is one short JVM.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def pins() -> dict[str, str]:
+    """versions.properties, the project's one place for versions."""
+    result = {}
+    for line in (ROOT / "versions.properties").read_text().splitlines():
+        if "=" in line and not line.lstrip().startswith("#"):
+            key, value = line.split("=", 1)
+            result[key.strip()] = value.strip()
+    return result
+
+
+def broker_versions() -> list[str]:
+    return pins()["kafka.broker.versions"].split()
+
+
+def harness(*args: str, timeout: float = 180) -> str:
+    """Runs one HarnessCli command and returns its standard output; raises with its stderr on failure."""
+    classpath = (ROOT / "target" / "harness.classpath").read_text().strip()
+    command = ["java", f"-Dkafkashare.root={ROOT}", "-cp", classpath,
+               "io.github.kafkashare.testkit.HarnessCli", *args]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=timeout)
+    if done.returncode != 0:
+        raise RuntimeError(f"harness {' '.join(args)} failed ({done.returncode}):\n{done.stderr[-4000:]}")
+    return done.stdout.strip()
+
+
+@dataclass
+class Broker:
+    """A real single-node Kafka broker in its own JVM, data in `directory`."""
+
+    version: str
+    directory: Path
+    bootstrap: str = ""
+
+    @property
+    def log(self) -> Path:
+        return self.directory / "broker.log"
+
+    def start(self) -> Broker:
+        self.bootstrap = harness("start", self.version, str(self.directory)).splitlines()[-1]
+        return self
+
+    def stop(self) -> None:
+        harness("stop", str(self.directory))
+
+    def kill(self) -> None:
+        harness("kill", str(self.directory))
+
+    def log_tail(self, lines: int = 60) -> str:
+        if not self.log.exists():
+            return "(no broker log)"
+        return "\n".join(self.log.read_text(errors="replace").splitlines()[-lines:])
+
+    # Test data and inspection -------------------------------------------------------------
+    def create_topic(self, topic: str, partitions: int) -> None:
+        harness("create-topic", self.bootstrap, topic, str(partitions))
+
+    def read_from_earliest(self, group: str) -> None:
+        harness("earliest", self.bootstrap, group)
+
+    def produce(self, topic: str, count: int, value_bytes: int = 100) -> None:
+        harness("produce", self.bootstrap, topic, str(count), str(value_bytes))
+
+    def share_consume(self, group: str, topic: str, expected: int, timeout_ms: int = 60000) -> int:
+        return int(harness("share-consume", self.bootstrap, group, topic, str(expected), str(timeout_ms)))
+
+    def group_state(self, group: str) -> dict[str, object]:
+        state: dict[str, object] = json.loads(harness("group-state", self.bootstrap, group))
+        return state

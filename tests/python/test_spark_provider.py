@@ -1,0 +1,21 @@
+"""Real Spark, with the jar from the installed wheel: the kafka-share format resolves to our provider."""
+
+import pytest
+
+import spark_kafka_share
+from conftest import run_spark
+from harness import pins
+
+
+@pytest.mark.parametrize("master,executors", [("local[2]", 0), ("local-cluster[2,1,1024]", 2)])
+def test_kafka_share_format_resolves_to_the_provider(master: str, executors: int) -> None:
+    seen = run_spark("provider_probe.py", master)
+
+    assert seen["provider"] == "io.github.kafkashare.spark.KafkaShareSourceProvider"
+    assert seen["jars"] == str(spark_kafka_share.jar_path())
+    # The provider answers load() itself and says which connector it is.
+    described = f"spark-kafka-share {spark_kafka_share.__version__} (kafka-clients {pins()['kafka.clients']})"
+    assert described in str(seen["load_error"])
+    # Every task, on every executor JVM, loaded the jar and its shaded kafka-clients.
+    assert seen["executor_versions"] == [described]
+    assert seen["executors"] == executors
