@@ -19,7 +19,7 @@ try:
     provider = lookup("kafka-share", spark._jsparkSession.sessionState().conf()).getName()
 
     try:
-        spark.readStream.format("kafka-share").option("includeHeaders", "true").load()
+        spark.readStream.format("kafka-share").option("subscribe", "orders").load()
         load_error = ""
     except Exception as e:  # the message is what this probe reports
         load_error = str(e)

@@ -19,7 +19,9 @@ class RecordSchemaSuite extends AnyFunSuite {
 
   test("headers only when includeHeaders is true, as array<struct<key string, value binary>>") {
     val provider = new KafkaShareSourceProvider
-    def schemaFor(options: Map[String, String]) = provider.inferSchema(new CaseInsensitiveStringMap(options.asJava))
+    val required = Map("kafka.bootstrap.servers" -> "localhost:9092", "kafka.share.group.id" -> "g", "subscribe" -> "t")
+    def schemaFor(options: Map[String, String]) =
+      provider.inferSchema(new CaseInsensitiveStringMap((required ++ options).asJava))
 
     assert(!schemaFor(Map.empty).fieldNames.contains("headers"))
     val withHeaders = schemaFor(Map("INCLUDEHEADERS" -> "true"))

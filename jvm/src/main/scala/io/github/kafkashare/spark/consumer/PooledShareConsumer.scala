@@ -1,0 +1,94 @@
+package io.github.kafkashare.spark.consumer
+
+import java.time.Duration
+import java.util.Properties
+
+import scala.collection.mutable
+import scala.jdk.CollectionConverters._
+
+import org.apache.kafka.clients.consumer.{AcknowledgeType, ConsumerRecord, KafkaShareConsumer}
+import org.apache.kafka.common.serialization.ByteArrayDeserializer
+
+/**
+ * One Kafka share consumer in explicit acknowledgement mode, with what it holds.
+ *
+ * The rules it keeps (Kafka's, and the delivery contract's):
+ *  - one thread at a time: the pool hands it to one task, or to the commit watcher, never both;
+ *  - every record of a poll is acknowledged before the next poll (explicit mode demands it);
+ *  - only this consumer acknowledges what it acquired, so it goes back to the pool holding nothing.
+ */
+final class PooledShareConsumer(val key: ConsumerKey) {
+
+  private val consumer = {
+    val props = new Properties
+    key.params.foreach { case (k, v) => props.put(k, v) }
+    props.put("group.id", key.groupId)
+    props.put("share.acknowledgement.mode", "explicit")
+    new KafkaShareConsumer[Array[Byte], Array[Byte]](props, new ByteArrayDeserializer, new ByteArrayDeserializer)
+  }
+  private var subscribed: Set[String] = Set.empty
+  // Acquired and not yet acknowledged (ConsumerRecord compares by identity, which is what we want).
+  private val held = mutable.LinkedHashSet.empty[ConsumerRecord[Array[Byte], Array[Byte]]]
+
+  def holding: Int = held.size
+
+  private var joined = false
+
+  /**
+   * Polls until a poll returns records or `timeoutMs` passes. Empty polls are repeated because a
+   * consumer that just joined gets nothing until the group has assigned it partitions, which
+   * happens on a heartbeat (share.heartbeat.interval.ms, 5 s by default): until its first records, a
+   * new consumer waits at least [[PooledShareConsumer.JoinTimeoutMs]]. The records are held until
+   * acknowledged.
+   */
+  def poll(topics: Seq[String], timeoutMs: Long): Seq[ConsumerRecord[Array[Byte], Array[Byte]]] = {
+    require(held.isEmpty, s"poll while holding ${held.size} unacknowledged records")
+    if (topics.toSet != subscribed) { consumer.subscribe(topics.asJava); subscribed = topics.toSet }
+    val waitMs   = if (joined) timeoutMs else math.max(timeoutMs, PooledShareConsumer.JoinTimeoutMs)
+    val deadline = System.nanoTime + waitMs * 1000000L
+    var records  = Seq.empty[ConsumerRecord[Array[Byte], Array[Byte]]]
+    while (records.isEmpty && System.nanoTime < deadline) {
+      val remainingMs = math.max(1L, (deadline - System.nanoTime) / 1000000L)
+      records = consumer.poll(Duration.ofMillis(math.min(remainingMs, 500L))).asScala.toSeq
+    }
+    held ++= records
+    if (records.nonEmpty) joined = true
+    records
+  }
+
+  /** Marks records as decided; the decisions are sent with the next [[commit]]. */
+  def acknowledge(records: Iterable[ConsumerRecord[Array[Byte], Array[Byte]]], kind: AcknowledgeType): Unit =
+    records.foreach { r => consumer.acknowledge(r, kind); held -= r }
+
+  /**
+   * Sends the acknowledgements marked so far. Returns the partitions whose acknowledgement the
+   * broker refused (for example because the lock had expired).
+   */
+  def commit(): Seq[(String, Int, Throwable)] = {
+    val result = consumer.commitSync(Duration.ofSeconds(30)).asScala
+    result.collect { case (tip, error) if error.isPresent => (tip.topic, tip.partition, error.get: Throwable) }.toSeq
+  }
+
+  /** ACCEPTs everything held and sends it (two-phase commit, phase 2). */
+  def acceptHeld(): Seq[(String, Int, Throwable)] = {
+    acknowledge(held.toSeq, AcknowledgeType.ACCEPT)
+    commit()
+  }
+
+  /** RELEASEs whatever is still held (rollback), so the group can give it to another member at once. */
+  def releaseHeld(): Unit = if (held.nonEmpty) {
+    acknowledge(held.toSeq, AcknowledgeType.RELEASE)
+    commit()
+  }
+
+  def close(): Unit = consumer.close(Duration.ofSeconds(10))
+}
+
+object PooledShareConsumer {
+  val JoinTimeoutMs = 12000L
+}
+
+/** Consumers are interchangeable when they join the same group with the same client settings. */
+final case class ConsumerKey(groupId: String, params: Map[String, String]) {
+  override def toString: String = s"ConsumerKey($groupId, ${params.size} settings)" // settings may hold secrets
+}

@@ -1,0 +1,64 @@
+package io.github.kafkashare.spark.errors
+
+/**
+ * Every error a user can get from the source, one factory each, so the wording lives in one place
+ * and docs/troubleshooting can list them. Each message names the option or setting and the fix.
+ */
+final class ShareSourceException(message: String, cause: Throwable = null)
+    extends IllegalArgumentException(message, cause)
+
+object ShareSourceErrors {
+
+  private def error(message: String, cause: Throwable = null) =
+    new ShareSourceException(s"kafka-share: $message", cause)
+
+  def missingOption(option: String, example: String): ShareSourceException =
+    error(s"option '$option' is required; set it, for example .option(\"$option\", \"$example\")")
+
+  def invalidValue(option: String, value: String, expected: String): ShareSourceException =
+    error(s"option '$option' has the invalid value '$value'; expected $expected")
+
+  def subscriptionCount(supplied: Seq[String]): ShareSourceException =
+    error(s"set exactly one of 'subscribe' (a comma-separated topic list) or 'subscribePattern' " +
+      s"(a Java regex); got ${if (supplied.isEmpty) "neither" else supplied.mkString(" and ")}")
+
+  def refusedKafkaOption(option: String, instead: String): ShareSourceException =
+    error(s"option 'kafka.$option' cannot be used with a share group; $instead")
+
+  def explicitModeNotAvailable(): ShareSourceException =
+    error("option 'kafka.share.acknowledgment.mode' = 'explicit' is not available in this version; " +
+      "use 'implicit' (the default): the source acknowledges records itself, per 'kafka.share.exactly.once.strategy'")
+
+  def speculationEnabled(): ShareSourceException =
+    error("spark.speculation=true would let two attempts of one read task acquire records for the same batch " +
+      "partition; set spark.speculation=false for queries that read kafka-share")
+
+  def missingTopics(topics: Seq[String], bootstrap: String): ShareSourceException =
+    error(s"topic(s) ${topics.mkString(", ")} do not exist on $bootstrap; create them, or fix option 'subscribe'")
+
+  def brokerUnreachable(bootstrap: String, timeoutMs: Long, cause: Throwable): ShareSourceException =
+    error(s"no Kafka broker answered at '$bootstrap' (option 'kafka.bootstrap.servers') within $timeoutMs ms; " +
+      "check the address and that the broker is running", cause)
+
+  def shareGroupsDisabled(bootstrap: String, cause: Throwable): ShareSourceException =
+    error(s"the Kafka cluster at '$bootstrap' does not serve share groups (KIP-932). Kafka 4.2 and later enable " +
+      "them by default; on Kafka 4.1 run `kafka-features.sh --bootstrap-server <broker> upgrade --feature share.version=1` " +
+      "(or format new storage with --feature share.version=1). Kafka 4.0 and earlier cannot serve this source", cause)
+
+  def dataLost(topic: String, partition: Int, from: Long, to: Long, earliest: Long): ShareSourceException =
+    error(s"records $topic-$partition offsets $from..$to, pinned to a batch that must run again, are no longer in " +
+      s"the topic (its earliest offset is now $earliest: retention removed them). The batch cannot be replayed as " +
+      "it was; raise the topic's retention, or set failOnDataLoss=false to replay what is left")
+
+  def corruptLog(path: String, detail: String): ShareSourceException =
+    error(s"the acquisition log file $path is not valid ($detail). It belongs to the query's checkpoint; " +
+      "restore the checkpoint from a copy, or start the query with a new checkpointLocation")
+
+  def unsupportedOffsetVersion(version: Int, json: String): ShareSourceException =
+    error(s"the checkpoint holds a kafka-share offset of version $version, newer than this connector reads (1): " +
+      s"$json. Run the query with the connector version that wrote the checkpoint, or a newer one")
+
+  def badOffsetJson(json: String, cause: Throwable): ShareSourceException =
+    error(s"cannot read the kafka-share offset '$json' from the checkpoint; expected for example " +
+      """{"version":1,"batch":3,"tasks":4,"pinned":{"orders":{"0":[[0,99]]}}}""", cause)
+}

@@ -1,0 +1,82 @@
+package io.github.kafkashare.spark.offsets
+
+import io.github.kafkashare.spark.errors.ShareSourceErrors
+
+/** Consecutive offsets `first..last` of one partition, acquired with the same delivery count. */
+final case class AcquiredRun(topic: String, partition: Int, first: Long, last: Long, deliveryCount: Int) {
+  def size: Long = last - first + 1
+}
+
+/**
+ * What one read task of one batch acquired and pinned: the identity of each record, compressed into
+ * runs. A few bytes per run, never one line per record.
+ *
+ * Text format, one file per (batch, task):
+ * {{{
+ *   kafka-share acquisitions v1
+ *   orders 0 0-99:1 120-130:2
+ *   orders 1 7-7:1
+ * }}}
+ * Topic names cannot hold spaces (Kafka allows [a-zA-Z0-9._-]), so spaces separate fields.
+ */
+final case class AcquisitionEntry(runs: Seq[AcquiredRun]) {
+
+  def recordCount: Long = runs.iterator.map(_.size).sum
+
+  def offsets: TopicPartitionRanges = TopicPartitionRanges(
+    runs.groupBy(r => (r.topic, r.partition)).map { case (tp, rs) =>
+      tp -> OffsetRanges(rs.map(r => OffsetRange(r.first, r.last)))
+    })
+
+  def serialize: String = {
+    val lines = runs.groupBy(r => (r.topic, r.partition)).toSeq.sortBy(_._1).map { case ((topic, partition), rs) =>
+      (Seq(topic, partition.toString) ++ rs.sortBy(_.first).map(r => s"${r.first}-${r.last}:${r.deliveryCount}")).mkString(" ")
+    }
+    (AcquisitionEntry.Header +: lines).mkString("", "\n", "\n")
+  }
+}
+
+object AcquisitionEntry {
+  val Header = "kafka-share acquisitions v1"
+
+  val empty: AcquisitionEntry = AcquisitionEntry(Nil)
+
+  /** Runs from records given as (topic, partition, offset, deliveryCount), in any order. */
+  def of(records: Iterable[(String, Int, Long, Int)]): AcquisitionEntry = {
+    val runs = Vector.newBuilder[AcquiredRun]
+    records.toSeq.sortBy(r => (r._1, r._2, r._3)).foreach { case (t, p, o, d) => runs += AcquiredRun(t, p, o, o, d) }
+    AcquisitionEntry(merge(runs.result()))
+  }
+
+  private def merge(sorted: Vector[AcquiredRun]): Vector[AcquiredRun] =
+    sorted.foldLeft(Vector.empty[AcquiredRun]) { (acc, r) =>
+      acc.lastOption match {
+        case Some(prev) if prev.topic == r.topic && prev.partition == r.partition &&
+            prev.last + 1 == r.first && prev.deliveryCount == r.deliveryCount =>
+          acc.init :+ prev.copy(last = r.last)
+        case _ => acc :+ r
+      }
+    }
+
+  def parse(text: String, path: String): AcquisitionEntry = {
+    val lines = text.split("\n").toSeq.filter(_.nonEmpty)
+    if (lines.isEmpty) throw ShareSourceErrors.corruptLog(path, "the file is empty")
+    if (lines.head != Header)
+      throw ShareSourceErrors.corruptLog(path, s"the first line is '${lines.head.take(60)}', expected '$Header'")
+    AcquisitionEntry(lines.tail.flatMap { line =>
+      line.split(" ").toSeq match {
+        case topic +: partition +: runs if runs.nonEmpty =>
+          runs.map { run =>
+            run match {
+              case AcquisitionEntry.RunFormat(first, last, count) =>
+                AcquiredRun(topic, partition.toInt, first.toLong, last.toLong, count.toInt)
+              case _ => throw ShareSourceErrors.corruptLog(path, s"'$run' is not first-last:deliveryCount")
+            }
+          }
+        case _ => throw ShareSourceErrors.corruptLog(path, s"the line '${line.take(80)}' is not 'topic partition runs...'")
+      }
+    })
+  }
+
+  private val RunFormat = """(\d+)-(\d+):(\d+)""".r
+}

@@ -1,0 +1,75 @@
+package io.github.kafkashare.spark.offsets
+
+import java.io.FileNotFoundException
+import java.nio.charset.StandardCharsets.UTF_8
+import java.util.UUID
+
+import scala.util.control.NonFatal
+
+import org.apache.hadoop.fs.{FileAlreadyExistsException, FileContext, Options, Path}
+
+/**
+ * The acquisition log under the source's checkpoint directory: `acquisitions/<batch>/<task>`.
+ *
+ * An entry is written once, atomically (temporary file, then a rename that refuses to overwrite),
+ * BEFORE the records it names are acknowledged: that order is what makes a batch replayable. A
+ * second writer of the same entry (a speculative or zombie attempt) loses the rename and must use
+ * the entry that won.
+ *
+ * @param checkpointDir the source's checkpoint directory (`<checkpointLocation>/sources/<id>`)
+ */
+final class AcquisitionLog(checkpointDir: String, hadoopConf: SerializableHadoopConf) extends Serializable {
+
+  @transient private lazy val root = new Path(checkpointDir, "acquisitions")
+  @transient private lazy val fc   = FileContext.getFileContext(root.toUri, hadoopConf.value)
+
+  def path(batch: Long, task: Int): Path = new Path(new Path(root, batch.toString), task.toString)
+
+  def read(batch: Long, task: Int): Option[AcquisitionEntry] = {
+    val file = path(batch, task)
+    try {
+      val in = fc.open(file)
+      val text = try new String(in.readAllBytes(), UTF_8) finally in.close()
+      Some(AcquisitionEntry.parse(text, file.toString))
+    } catch {
+      case _: FileNotFoundException => None
+    }
+  }
+
+  /** Writes the entry unless one exists. Returns the entry that is in the log afterwards, and whether it is ours. */
+  def writeIfAbsent(batch: Long, task: Int, entry: AcquisitionEntry): (AcquisitionEntry, Boolean) = {
+    val file = path(batch, task)
+    val temp = new Path(file.getParent, s".${file.getName}.${UUID.randomUUID()}.tmp")
+    fc.mkdir(file.getParent, null, true)
+    val out = fc.create(temp, java.util.EnumSet.of(org.apache.hadoop.fs.CreateFlag.CREATE),
+      Options.CreateOpts.createParent())
+    try out.write(entry.serialize.getBytes(UTF_8)) finally out.close()
+    try {
+      fc.rename(temp, file, Options.Rename.NONE)
+      (entry, true)
+    } catch {
+      case _: FileAlreadyExistsException | _: org.apache.hadoop.fs.ParentNotDirectoryException =>
+        deleteQuietly(temp)
+        (read(batch, task).getOrElse(entry), false)
+      case e: java.io.IOException if fc.util.exists(file) =>
+        // Some file systems report an existing target with a plain IOException.
+        deleteQuietly(temp)
+        (read(batch, task).getOrElse(throw e), false)
+    }
+  }
+
+  /** All entries of one batch (the driver reads them after the batch ran). */
+  def readBatch(batch: Long, tasks: Int): Seq[AcquisitionEntry] = (0 until tasks).flatMap(read(batch, _))
+
+  /** Deletes the entries of batches before `batch` (their offsets are no longer replayable by Spark). */
+  def purgeBefore(batch: Long): Unit =
+    try {
+      val it = fc.listStatus(root)
+      while (it.hasNext) {
+        val status = it.next()
+        status.getPath.getName.toLongOption.filter(_ < batch).foreach(_ => fc.delete(status.getPath, true))
+      }
+    } catch { case _: FileNotFoundException => }
+
+  private def deleteQuietly(p: Path): Unit = try fc.delete(p, false) catch { case NonFatal(_) => }
+}

@@ -1,0 +1,27 @@
+package io.github.kafkashare.spark.offsets
+
+/** Offset ranges per (topic, partition): the pinned set carried by the offsets. Immutable. */
+final case class TopicPartitionRanges(byPartition: Map[(String, Int), OffsetRanges]) {
+
+  def isEmpty: Boolean = byPartition.isEmpty
+
+  def contains(topic: String, partition: Int, offset: Long): Boolean =
+    byPartition.get((topic, partition)).exists(_.contains(offset))
+
+  def union(other: TopicPartitionRanges): TopicPartitionRanges =
+    TopicPartitionRanges((byPartition.keySet ++ other.byPartition.keySet).iterator.map { tp =>
+      tp -> byPartition.getOrElse(tp, OffsetRanges.empty).union(other.byPartition.getOrElse(tp, OffsetRanges.empty))
+    }.filter(!_._2.isEmpty).toMap)
+
+  /** Keeps only offsets at or above each partition's start offset; partitions without one are kept whole. */
+  def dropBelow(startOffsets: Map[(String, Int), Long]): TopicPartitionRanges =
+    TopicPartitionRanges(byPartition.map { case (tp, r) =>
+      tp -> startOffsets.get(tp).fold(r)(r.dropBelow)
+    }.filter(!_._2.isEmpty))
+
+  def rangeCount: Int = byPartition.valuesIterator.map(_.ranges.size).sum
+}
+
+object TopicPartitionRanges {
+  val empty: TopicPartitionRanges = TopicPartitionRanges(Map.empty)
+}

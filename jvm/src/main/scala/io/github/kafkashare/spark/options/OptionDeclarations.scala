@@ -1,0 +1,60 @@
+package io.github.kafkashare.spark.options
+
+/** The name, default and meaning of every option; docs/options.md is written from this list. */
+final case class OptionDeclaration(key: String, default: String, meaning: String)
+
+object OptionDeclarations {
+  val BootstrapServers     = "kafka.bootstrap.servers"
+  val GroupId              = "kafka.share.group.id"
+  val Subscribe            = "subscribe"
+  val SubscribePattern     = "subscribePattern"
+  val AcknowledgmentMode   = "kafka.share.acknowledgment.mode"
+  val Strategy             = "kafka.share.exactly.once.strategy"
+  val Parallelism          = "kafka.share.parallelism"
+  val LockTimeoutMs        = "kafka.share.lock.timeout.ms"
+  val IncludeHeaders       = "includeHeaders"
+  val MaxRecordsPerTrigger = "maxRecordsPerTrigger"
+  val StartingOffsetsKey   = "startingOffsets"
+  val PollTimeoutMs        = "kafka.share.poll.timeout.ms"
+  val FailOnDataLoss       = "failOnDataLoss"
+
+  val DefaultPollTimeoutMs = 2000L
+
+  val all: Seq[OptionDeclaration] = Seq(
+    OptionDeclaration(BootstrapServers, "(required)", "The Kafka brokers, host:port, comma-separated."),
+    OptionDeclaration(GroupId, "(required)", "The share group the query reads as. Other queries and consumers in the same group share its records."),
+    OptionDeclaration(Subscribe, "", "Topics to read, comma-separated. Exactly one of subscribe and subscribePattern."),
+    OptionDeclaration(SubscribePattern, "", "A Java regex matched against the cluster's topics, re-checked each batch, so new topics are picked up."),
+    OptionDeclaration(AcknowledgmentMode, "implicit", "implicit: the source acknowledges per the strategy. explicit is not available yet."),
+    OptionDeclaration(Strategy, "none", "none or idempotent (at least once), checkpoint-dedup or two-phase-commit (exactly once with an idempotent sink)."),
+    OptionDeclaration(Parallelism, "spark.default.parallelism", "Share consumers (input partitions) per batch. May exceed the topics' partition count."),
+    OptionDeclaration(LockTimeoutMs, "the group's share.record.lock.duration.ms", "The lock duration the source plans with; a batch that holds records longer is reported."),
+    OptionDeclaration(IncludeHeaders, "false", "Adds the headers column."),
+    OptionDeclaration(MaxRecordsPerTrigger, "(none)", "Upper bound on records per batch, split evenly over the input partitions."),
+    OptionDeclaration(StartingOffsetsKey, "latest", "earliest or latest: sets the group's share.auto.offset.reset, only while the group has no state."),
+    OptionDeclaration(PollTimeoutMs, DefaultPollTimeoutMs.toString, "How long a read task waits for its first record before it ends empty."),
+    OptionDeclaration(FailOnDataLoss, "true", "Fail when a batch that must run again finds its records removed by retention."),
+    OptionDeclaration("kafka.*", "", "Any other Kafka client setting (security, fetch sizes), passed to the consumers.")
+  )
+
+  /**
+   * Kafka client settings that a share consumer rejects or that the source owns, with what to use instead.
+   * Keys are without the `kafka.` prefix.
+   */
+  val RefusedKafkaOptions: Map[String, String] = Map(
+    "group.id"                      -> "use option 'kafka.share.group.id'",
+    "auto.offset.reset"             -> "use option 'startingOffsets' (earliest or latest), which sets the group's share.auto.offset.reset",
+    "enable.auto.commit"            -> "the source acknowledges records itself, per 'kafka.share.exactly.once.strategy'",
+    "group.instance.id"             -> "share groups have no static membership; remove it",
+    "isolation.level"               -> "set the group config share.isolation.level on the share group instead",
+    "partition.assignment.strategy" -> "the broker assigns partitions to share consumers; remove it",
+    "group.remote.assignor"         -> "the broker assigns partitions to share consumers; remove it",
+    "group.protocol"                -> "share consumers always use the share protocol; remove it",
+    "interceptor.classes"           -> "share consumers do not support interceptors; remove it",
+    "session.timeout.ms"            -> "set the group config share.session.timeout.ms on the share group instead",
+    "heartbeat.interval.ms"         -> "set the group config share.heartbeat.interval.ms on the share group instead",
+    "key.deserializer"              -> "the source reads keys as bytes; deserialize in the query (for example CAST(key AS STRING))",
+    "value.deserializer"            -> "the source reads values as bytes; deserialize in the query (for example from_json)",
+    "share.acknowledgement.mode"    -> "the source drives acknowledgement itself; use 'kafka.share.acknowledgment.mode'"
+  )
+}

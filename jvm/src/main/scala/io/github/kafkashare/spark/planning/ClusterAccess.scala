@@ -1,0 +1,117 @@
+package io.github.kafkashare.spark.planning
+
+import java.util.{Collections, Properties}
+import java.util.concurrent.{ExecutionException, TimeUnit, TimeoutException}
+
+import scala.jdk.CollectionConverters._
+
+import io.github.kafkashare.spark.errors.ShareSourceErrors
+import io.github.kafkashare.spark.options.{ShareSourceOptions, StartingOffsets, Subscription}
+import org.apache.kafka.clients.admin._
+import org.apache.kafka.common.{KafkaFuture, TopicPartition}
+import org.apache.kafka.common.config.ConfigResource
+import org.apache.kafka.common.errors.GroupIdNotFoundException
+import org.apache.spark.internal.Logging
+
+/** Everything the driver asks the cluster, through one Admin client. Driver only. */
+final class ClusterAccess(options: ShareSourceOptions) extends AutoCloseable with Logging {
+
+  private val timeoutMs = ClusterAccess.TimeoutMs
+
+  private lazy val admin: Admin = {
+    val props = new Properties
+    options.kafkaParams.foreach { case (k, v) => props.put(k, v) }
+    props.put(AdminClientConfig.DEFAULT_API_TIMEOUT_MS_CONFIG, timeoutMs.toString)
+    props.put(AdminClientConfig.REQUEST_TIMEOUT_MS_CONFIG, math.min(timeoutMs, 15000L).toString)
+    Admin.create(props)
+  }
+
+  /** Fails with a clear error unless a broker answers and the cluster has share groups enabled. */
+  def checkShareGroupsServed(): Unit = {
+    val features = try await(admin.describeFeatures().featureMetadata()) catch {
+      case e: TimeoutException => throw ShareSourceErrors.brokerUnreachable(options.bootstrapServers, timeoutMs, e)
+    }
+    val level = Option(features.finalizedFeatures.get("share.version")).map(_.maxVersionLevel.toInt).getOrElse(0)
+    if (level < 1) throw ShareSourceErrors.shareGroupsDisabled(options.bootstrapServers,
+      new IllegalStateException(s"finalized feature share.version is $level"))
+  }
+
+  /** The topics the subscription names now; a fixed list must exist. */
+  def resolveTopics(): Seq[String] = {
+    val existing = await(admin.listTopics().names()).asScala.toSet
+    options.subscription match {
+      case Subscription.Topics(names) =>
+        val missing = names.filterNot(existing)
+        if (missing.nonEmpty) throw ShareSourceErrors.missingTopics(missing, options.bootstrapServers)
+        names
+      case p: Subscription.TopicPattern =>
+        existing.filter(t => p.pattern.matcher(t).matches()).toSeq.sorted
+    }
+  }
+
+  /** The log end offset of every partition of `topics`. */
+  def endOffsets(topics: Seq[String]): Map[(String, Int), Long] =
+    if (topics.isEmpty) Map.empty
+    else {
+      val described = await(admin.describeTopics(topics.asJava).allTopicNames()).asScala
+      val request = described.flatMap { case (t, d) =>
+        d.partitions.asScala.map(p => new TopicPartition(t, p.partition) -> OffsetSpec.latest())
+      }.toMap
+      await(admin.listOffsets(request.asJava).all()).asScala.map { case (tp, info) =>
+        (tp.topic, tp.partition) -> info.offset
+      }.toMap
+    }
+
+  /**
+   * The group's start offset per partition: every record below it is acknowledged for good.
+   * It trails the acknowledgements (docs/kafka-facts.md), which is safe for pruning. Empty when the
+   * group has no state yet.
+   */
+  def groupStartOffsets(): Map[(String, Int), Long] =
+    try {
+      await(admin.listShareGroupOffsets(Map(options.groupId -> new ListShareGroupOffsetsSpec()).asJava)
+        .partitionsToOffsetAndMetadata(options.groupId)).asScala.collect {
+        case (tp, o) if o != null => (tp.topic, tp.partition) -> o.offset
+      }.toMap
+    } catch { case _: GroupIdNotFoundException => Map.empty }
+
+  /**
+   * Applies `startingOffsets` as the group config share.auto.offset.reset, but only while the group
+   * has no state: the group is shared, and changing it under other members would change what they read.
+   */
+  def applyStartingOffsets(starting: StartingOffsets): Unit = {
+    val resource = new ConfigResource(ConfigResource.Type.GROUP, options.groupId)
+    if (groupStartOffsets().nonEmpty) {
+      logInfo(s"share group '${options.groupId}' already has state; startingOffsets=${starting.groupValue} " +
+        "is not applied (the group continues where it is)")
+    } else {
+      val op = new AlterConfigOp(new ConfigEntry("share.auto.offset.reset", starting.groupValue), AlterConfigOp.OpType.SET)
+      await(admin.incrementalAlterConfigs(Map(resource -> (Collections.singletonList(op): java.util.Collection[AlterConfigOp])).asJava).all())
+      logInfo(s"share group '${options.groupId}' has no state yet: set its share.auto.offset.reset to " +
+        s"${starting.groupValue} (option startingOffsets)")
+    }
+  }
+
+  /** The group's share.record.lock.duration.ms (the broker default when the group does not set it). */
+  def lockDurationMs(): Long = {
+    val resource = new ConfigResource(ConfigResource.Type.GROUP, options.groupId)
+    val config   = await(admin.describeConfigs(Collections.singleton(resource)).all()).get(resource)
+    Option(config).flatMap(c => Option(c.get("share.record.lock.duration.ms"))).flatMap(e => Option(e.value))
+      .flatMap(_.toLongOption).getOrElse(ClusterAccess.DefaultLockDurationMs)
+  }
+
+  private def await[T](future: KafkaFuture[T]): T =
+    try future.get(timeoutMs, TimeUnit.MILLISECONDS)
+    catch {
+      case e: ExecutionException => throw e.getCause
+      case e: TimeoutException   => throw ShareSourceErrors.brokerUnreachable(options.bootstrapServers, timeoutMs, e)
+    }
+
+  override def close(): Unit = admin.close(java.time.Duration.ofSeconds(5))
+}
+
+object ClusterAccess {
+  /** How long the driver waits for the cluster before it gives up with a clear error. */
+  val TimeoutMs             = 30000L
+  val DefaultLockDurationMs = 30000L
+}

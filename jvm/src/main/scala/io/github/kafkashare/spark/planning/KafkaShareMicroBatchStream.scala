@@ -1,0 +1,145 @@
+package io.github.kafkashare.spark.planning
+
+import java.util
+
+import scala.jdk.CollectionConverters._
+
+import io.github.kafkashare.spark.consumer.ConsumerKey
+import io.github.kafkashare.spark.offsets._
+import io.github.kafkashare.spark.options.ShareSourceOptions
+import io.github.kafkashare.spark.reader.{KafkaShareInputPartition, KafkaShareReaderFactory}
+import org.apache.hadoop.fs.Path
+import org.apache.spark.internal.Logging
+import org.apache.spark.sql.SparkSession
+import org.apache.spark.sql.connector.read.{InputPartition, PartitionReaderFactory}
+import org.apache.spark.sql.connector.read.streaming._
+
+/**
+ * The driver side of the source. Batches are numbered; a batch is "whatever the share consumers
+ * acquire when it runs", pinned in the acquisition log so that every later read of it is the same.
+ *
+ * When to run a batch (so that an idle source runs none): when the topics' end offsets moved since
+ * the last batch was planned (new records), or when the last batch got records (more may wait,
+ * including redeliveries). Trigger.AvailableNow ends at the first batch that gets nothing.
+ */
+final class KafkaShareMicroBatchStream(
+    options: ShareSourceOptions,
+    checkpointDir: String,
+    cluster: ClusterAccess,
+    parallelism: Int,
+    lockDurationMs: Long,
+    hadoopConf: SerializableHadoopConf)
+    extends MicroBatchStream with SupportsAdmissionControl with SupportsTriggerAvailableNow
+    with ReportsSourceMetrics with Logging {
+
+  private val acquisitions   = new AcquisitionLog(checkpointDir, hadoopConf)
+  private val commitLogDir   = new Path(new Path(checkpointDir).getParent.getParent, "commits")
+  private var topics         = cluster.resolveTopics()
+  private var plannedEnds    = Map.empty[(String, Int), Long]
+  private var lastBatchStats = BatchStats(0, 0, 0)
+
+  override def initialOffset(): Offset = ShareSourceOffset.initial
+
+  override def deserializeOffset(json: String): Offset = ShareSourceOffset.fromJson(json)
+
+  override def getDefaultReadLimit: ReadLimit =
+    options.maxRecordsPerTrigger.map(ReadLimit.maxRows).getOrElse(ReadLimit.allAvailable())
+
+  override def prepareForTriggerAvailableNow(): Unit = availableNow = true
+  private var availableNow = false
+
+  override def latestOffset(): Offset = throw new UnsupportedOperationException("latestOffset(start, limit) is used")
+
+  override def latestOffset(startOffset: Offset, limit: ReadLimit): Offset = {
+    val start = startOffset.asInstanceOf[ShareSourceOffset]
+    val entries = if (start.batch < 0) Nil else acquisitions.readBatch(start.batch, start.tasks)
+    lastBatchStats = BatchStats(start.batch, entries.map(_.recordCount).sum, entries.flatMap(_.runs).map(_.deliveryCount).maxOption.getOrElse(0))
+
+    topics = cluster.resolveTopics()
+    val ends      = cluster.endOffsets(topics)
+    val newData   = ends.exists { case (tp, end) => end > plannedEnds.getOrElse(tp, 0L) }
+    val firstRun  = start.batch < 0 || plannedEnds.isEmpty
+    val maybeMore = lastBatchStats.records > 0
+    val run =
+      if (availableNow) firstRun || maybeMore
+      else firstRun || maybeMore || newData
+    if (!run) return start
+
+    plannedEnds = ends
+    val pinned =
+      if (!options.strategy.dropsRedeliveries) TopicPartitionRanges.empty
+      else entries.foldLeft(start.pinned)((acc, e) => acc.union(e.offsets)).dropBelow(cluster.groupStartOffsets())
+    ShareSourceOffset(start.batch + 1, parallelism, pinned)
+  }
+
+  override def planInputPartitions(start: Offset, end: Offset): Array[InputPartition] = {
+    val batchEnd = end.asInstanceOf[ShareSourceOffset]
+    val perTask  = options.maxRecordsPerTrigger.map(m => math.max(1L, (m + batchEnd.tasks - 1) / batchEnd.tasks))
+    val key      = ConsumerKey(options.groupId, options.kafkaParams)
+    (0 until batchEnd.tasks).map { task =>
+      KafkaShareInputPartition(
+        batch = batchEnd.batch,
+        task = task,
+        topics = topics,
+        pinned = batchEnd.pinned,
+        maxRecords = perTask.map(_.min(Int.MaxValue).toInt).getOrElse(Int.MaxValue),
+        strategy = options.strategy,
+        consumerKey = key,
+        pollTimeoutMs = options.pollTimeoutMs,
+        lockDurationMs = lockDurationMs,
+        includeHeaders = options.includeHeaders,
+        failOnDataLoss = options.failOnDataLoss,
+        log = acquisitions,
+        commitFile = new Path(commitLogDir, batchEnd.batch.toString).toString,
+        hadoopConf = hadoopConf): InputPartition
+    }.toArray
+  }
+
+  override def createReaderFactory(): PartitionReaderFactory = KafkaShareReaderFactory
+
+  override def commit(end: Offset): Unit = {
+    // Spark keeps the offset log of the last minBatchesToRetain batches; older batches never re-run.
+    val retained = SparkSession.active.conf.get("spark.sql.streaming.minBatchesToRetain", "100").toLong
+    acquisitions.purgeBefore(end.asInstanceOf[ShareSourceOffset].batch - retained)
+  }
+
+  override def metrics(latestConsumedOffset: util.Optional[Offset]): util.Map[String, String] = {
+    val pinnedRanges = if (latestConsumedOffset.isPresent) latestConsumedOffset.get.asInstanceOf[ShareSourceOffset].pinned.rangeCount else 0
+    Map(
+      "lastBatch"                -> lastBatchStats.batch.toString,
+      "lastBatchRecordsAcquired" -> lastBatchStats.records.toString,
+      "lastBatchMaxDeliveryCount" -> lastBatchStats.maxDeliveryCount.toString,
+      "pinnedRanges"             -> pinnedRanges.toString,
+      "parallelism"              -> parallelism.toString,
+      "lockDurationMs"           -> lockDurationMs.toString
+    ).asJava
+  }
+
+  override def stop(): Unit = cluster.close()
+
+  override def toString: String = s"KafkaShareMicroBatchStream[${options.groupId}]"
+}
+
+/** What the previous batch pinned, from its log entries. */
+final case class BatchStats(batch: Long, records: Long, maxDeliveryCount: Int)
+
+object KafkaShareMicroBatchStream extends Logging {
+
+  /** Checks the cluster, prepares the group, and builds the stream. */
+  def start(options: ShareSourceOptions, checkpointDir: String, spark: SparkSession): KafkaShareMicroBatchStream = {
+    val cluster = new ClusterAccess(options)
+    try {
+      cluster.checkShareGroupsServed()
+      cluster.resolveTopics()
+      cluster.applyStartingOffsets(options.startingOffsets)
+      val lockDurationMs = options.lockTimeoutMs.getOrElse(cluster.lockDurationMs())
+      val parallelism    = options.parallelism.getOrElse(spark.sparkContext.defaultParallelism)
+      val hadoopConf     = new SerializableHadoopConf(spark.sparkContext.hadoopConfiguration)
+      logInfo(s"kafka-share: group '${options.groupId}', ${KafkaShareTable.describe(options.subscription)}, " +
+        s"strategy ${options.strategy.name}, $parallelism consumers per batch, lock duration $lockDurationMs ms")
+      new KafkaShareMicroBatchStream(options, checkpointDir, cluster, parallelism, lockDurationMs, hadoopConf)
+    } catch {
+      case e: Throwable => cluster.close(); throw e
+    }
+  }
+}

@@ -1,0 +1,34 @@
+package io.github.kafkashare.spark.reader
+
+import io.github.kafkashare.spark.consumer.ConsumerKey
+import io.github.kafkashare.spark.offsets.{AcquisitionLog, SerializableHadoopConf, TopicPartitionRanges}
+import io.github.kafkashare.spark.options.ExactlyOnceStrategy
+import org.apache.spark.sql.connector.read.InputPartition
+
+/**
+ * Read task `task` of batch `batch`: one share consumer's worth of records, or, when the acquisition
+ * log already has this task's entry, exactly the records it names.
+ *
+ * @param pinned      records pinned to earlier batches; an exactly-once strategy drops their redeliveries
+ * @param maxRecords  this task's share of maxRecordsPerTrigger
+ * @param commitFile  Spark's commit log file of this batch (two-phase commit waits for it)
+ */
+final case class KafkaShareInputPartition(
+    batch: Long,
+    task: Int,
+    topics: Seq[String],
+    pinned: TopicPartitionRanges,
+    maxRecords: Int,
+    strategy: ExactlyOnceStrategy,
+    consumerKey: ConsumerKey,
+    pollTimeoutMs: Long,
+    lockDurationMs: Long,
+    includeHeaders: Boolean,
+    failOnDataLoss: Boolean,
+    log: AcquisitionLog,
+    commitFile: String,
+    hadoopConf: SerializableHadoopConf) extends InputPartition {
+
+  // Client settings can hold secrets: never print them.
+  override def toString: String = s"KafkaShareInputPartition(batch $batch, task $task, topics ${topics.mkString(",")})"
+}

@@ -1,0 +1,130 @@
+package io.github.kafkashare.spark.reader
+
+import scala.util.control.NonFatal
+
+import io.github.kafkashare.spark.ack.CommitWatcher
+import io.github.kafkashare.spark.consumer.{PooledShareConsumer, ShareConsumerPool}
+import io.github.kafkashare.spark.metrics.TaskCounters
+import io.github.kafkashare.spark.offsets.AcquisitionEntry
+import org.apache.hadoop.fs.Path
+import org.apache.kafka.clients.consumer.{AcknowledgeType, ConsumerRecord}
+import org.apache.spark.internal.Logging
+import org.apache.spark.sql.catalyst.InternalRow
+import org.apache.spark.sql.connector.metric.CustomTaskMetric
+import org.apache.spark.sql.connector.read.{PartitionReader, PartitionReaderFactory}
+
+/**
+ * Reads one task of one batch. The order of steps is the delivery contract:
+ *  1. the log already has this (batch, task): replay exactly those records, acquire nothing;
+ *  2. otherwise poll once, drop redeliveries of pinned records (exactly-once strategies),
+ *  3. pin what is left: write the log entry (atomic, create-if-absent),
+ *  4. only then acknowledge: ACCEPT now, or, for two-phase commit, hand the consumer to the
+ *     commit watcher, which ACCEPTs once Spark's commit log has the batch;
+ *  5. emit the pinned records.
+ * A failure before step 3 RELEASEs what was acquired. After step 3 nothing is RELEASEd: the
+ * records belong to this batch, and a retry replays them.
+ */
+final class KafkaSharePartitionReader(partition: KafkaShareInputPartition)
+    extends PartitionReader[InternalRow] with Logging {
+
+  private type Record = ConsumerRecord[Array[Byte], Array[Byte]]
+
+  private val counters = new TaskCounters
+  private lazy val rows: Iterator[InternalRow] = {
+    val records = partition.log.read(partition.batch, partition.task) match {
+      case Some(entry) => replay(entry)
+      case None        => acquireAndPin()
+    }
+    records.iterator.map { case (r, count) => RecordRows.toRow(r, count, partition.includeHeaders) }
+  }
+  private var current: InternalRow = _
+
+  override def next(): Boolean =
+    if (rows.hasNext) { current = rows.next(); true } else false
+
+  override def get(): InternalRow = current
+
+  override def currentMetricsValues(): Array[CustomTaskMetric] = counters.toTaskMetrics
+
+  override def close(): Unit = ()
+
+  private def replay(entry: AcquisitionEntry): Seq[(Record, Int)] = {
+    val records = ReplayFetcher.fetch(entry.runs, partition.consumerKey.params, partition.failOnDataLoss)
+    counters.replayed += records.size
+    records
+  }
+
+  private def acquireAndPin(): Seq[(Record, Int)] = {
+    val consumer = ShareConsumerPool.borrow(partition.consumerKey)
+    var pinned   = false
+    try {
+      val polled     = consumer.poll(partition.topics, partition.pollTimeoutMs)
+      val polledAt   = System.nanoTime
+      counters.acquired += polled.size
+      polled.foreach(r => counters.maxDeliveryCount = math.max(counters.maxDeliveryCount, RecordRows.deliveryCountOf(r)))
+
+      val (redelivered, fresh) =
+        if (partition.strategy.dropsRedeliveries) polled.partition(r => partition.pinned.contains(r.topic, r.partition, r.offset))
+        else (Seq.empty[Record], polled)
+      // A poll may return more than asked (max.poll.records is a soft limit): the rest goes back to the group.
+      val (kept, overLimit) = fresh.splitAt(partition.maxRecords)
+
+      val entry          = AcquisitionEntry.of(kept.map(r => (r.topic, r.partition, r.offset, RecordRows.deliveryCountOf(r))))
+      val (winner, ours) = partition.log.writeIfAbsent(partition.batch, partition.task, entry)
+      pinned = ours
+
+      consumer.acknowledge(redelivered, AcknowledgeType.ACCEPT)
+      consumer.acknowledge(overLimit, AcknowledgeType.RELEASE)
+      counters.dropped += redelivered.size
+      counters.released += overLimit.size
+      if (!ours) {
+        // Another attempt of this task pinned first: its entry is the batch's truth, ours goes back.
+        consumer.acknowledge(kept, AcknowledgeType.RELEASE)
+        counters.released += kept.size
+        finish(consumer, polledAt)
+        replay(winner)
+      } else if (partition.strategy.acceptsAfterCommit && kept.nonEmpty) {
+        consumer.commit() // the dropped and the over-limit records; the kept ones stay held
+        counters.lockUsedPercent = lockUsedPercent(polledAt)
+        CommitWatcher.holdUntilCommitted(consumer, new Path(partition.commitFile), partition.hadoopConf,
+          (partition.lockDurationMs * 0.8).toLong)
+        kept.map(r => r -> RecordRows.deliveryCountOf(r))
+      } else {
+        consumer.acknowledge(kept, AcknowledgeType.ACCEPT)
+        counters.accepted += kept.size + redelivered.size
+        finish(consumer, polledAt)
+        kept.map(r => r -> RecordRows.deliveryCountOf(r))
+      }
+    } catch {
+      case NonFatal(e) =>
+        if (!pinned) {
+          counters.released += consumer.holding
+          try { consumer.releaseHeld(); ShareConsumerPool.giveBack(consumer) }
+          catch { case NonFatal(_) => ShareConsumerPool.discard(consumer) }
+        } else {
+          // Pinned: the retry replays these records; accept them so nobody else gets them.
+          try { consumer.acceptHeld(); ShareConsumerPool.giveBack(consumer) }
+          catch { case NonFatal(_) => ShareConsumerPool.discard(consumer) }
+        }
+        throw e
+    }
+  }
+
+  private def finish(consumer: PooledShareConsumer, polledAt: Long): Unit = {
+    val refused = consumer.commit()
+    refused.foreach { case (t, p, e) =>
+      logWarning(s"the broker refused acknowledgements for $t-$p (${e.getMessage}); pinned records will be " +
+        "redelivered and, with an exactly-once strategy, dropped")
+    }
+    counters.lockUsedPercent = lockUsedPercent(polledAt)
+    ShareConsumerPool.giveBack(consumer)
+  }
+
+  private def lockUsedPercent(polledAt: Long): Long =
+    ((System.nanoTime - polledAt) / 1e4 / partition.lockDurationMs).toLong
+}
+
+object KafkaShareReaderFactory extends PartitionReaderFactory {
+  override def createReader(partition: org.apache.spark.sql.connector.read.InputPartition): PartitionReader[InternalRow] =
+    new KafkaSharePartitionReader(partition.asInstanceOf[KafkaShareInputPartition])
+}

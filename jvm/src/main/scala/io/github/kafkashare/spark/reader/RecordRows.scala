@@ -1,0 +1,34 @@
+package io.github.kafkashare.spark.reader
+
+import org.apache.kafka.clients.consumer.ConsumerRecord
+import org.apache.spark.sql.catalyst.InternalRow
+import org.apache.spark.sql.catalyst.expressions.GenericInternalRow
+import org.apache.spark.sql.catalyst.util.GenericArrayData
+import org.apache.spark.unsafe.types.UTF8String
+
+/** Kafka records to rows of [[io.github.kafkashare.spark.RecordSchema]]. */
+object RecordRows {
+
+  /** @param deliveryCount as acquired (a replay passes the logged count, so a re-read is identical) */
+  def toRow(record: ConsumerRecord[Array[Byte], Array[Byte]], deliveryCount: Int, includeHeaders: Boolean): InternalRow = {
+    val values = new Array[Any](if (includeHeaders) 9 else 8)
+    values(0) = record.key
+    values(1) = record.value
+    values(2) = UTF8String.fromString(record.topic)
+    values(3) = record.partition
+    values(4) = record.offset
+    values(5) = record.timestamp * 1000L // Spark timestamps are microseconds
+    values(6) = record.timestampType.id
+    values(7) = deliveryCount
+    if (includeHeaders) {
+      val headers = record.headers.toArray
+      values(8) = if (headers.isEmpty) null else new GenericArrayData(headers.map { h =>
+        new GenericInternalRow(Array[Any](UTF8String.fromString(h.key), h.value))
+      })
+    }
+    new GenericInternalRow(values)
+  }
+
+  def deliveryCountOf(record: ConsumerRecord[_, _]): Int =
+    if (record.deliveryCount.isPresent) record.deliveryCount.get.toInt else 1
+}
