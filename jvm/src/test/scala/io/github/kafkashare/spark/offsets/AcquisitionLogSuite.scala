@@ -1,0 +1,54 @@
+package io.github.kafkashare.spark.offsets
+
+import java.nio.file.Files
+
+import io.github.kafkashare.spark.errors.ShareSourceException
+import org.apache.hadoop.conf.Configuration
+import org.scalatest.funsuite.AnyFunSuite
+
+class AcquisitionLogSuite extends AnyFunSuite {
+
+  test("records compress into runs of consecutive offsets with one delivery count") {
+    val entry = AcquisitionEntry.of(Seq(("t", 0, 3L, 1), ("t", 0, 1L, 1), ("t", 0, 2L, 1), ("t", 0, 4L, 2),
+      ("t", 0, 9L, 2), ("t", 1, 0L, 1)))
+    assert(entry.runs == Seq(AcquiredRun("t", 0, 1, 3, 1), AcquiredRun("t", 0, 4, 4, 2), AcquiredRun("t", 0, 9, 9, 2),
+      AcquiredRun("t", 1, 0, 0, 1)))
+    assert(entry.recordCount == 6)
+    assert(entry.serialize == "kafka-share acquisitions v1\nt 0 1-3:1 4-4:2 9-9:2\nt 1 0-0:1\n")
+  }
+
+  test("the text format round-trips; an empty entry too") {
+    val entry = AcquisitionEntry.of((0L until 1000L).map(o => ("orders.eu-1", (o % 3).toInt, o, 1)))
+    assert(AcquisitionEntry.parse(entry.serialize, "f") == entry)
+    assert(AcquisitionEntry.parse(AcquisitionEntry.empty.serialize, "f") == AcquisitionEntry.empty)
+  }
+
+  test("a log entry is a few bytes per run, not per record") {
+    val entry = AcquisitionEntry.of((0L until 100000L).map(o => ("orders", 0, o, 1)))
+    assert(entry.serialize.length < 60)
+  }
+
+  test("damaged files are refused with the path and what is wrong") {
+    Seq("" -> "the file is empty", "kafka-share acquisitions v9\n" -> "expected 'kafka-share acquisitions v1'",
+      "kafka-share acquisitions v1\nt 0\n" -> "is not 'topic partition runs...'",
+      "kafka-share acquisitions v1\nt 0 5-x:1\n" -> "is not first-last:deliveryCount").foreach { case (text, why) =>
+      val e = intercept[ShareSourceException](AcquisitionEntry.parse(text, "/ck/sources/0/acquisitions/3/1"))
+      assert(e.getMessage.contains("/ck/sources/0/acquisitions/3/1") && e.getMessage.contains(why), e.getMessage)
+    }
+  }
+
+  test("an entry is written once: a second writer gets the first entry back") {
+    val dir = Files.createTempDirectory("acq").toString
+    val log = new AcquisitionLog(dir, new SerializableHadoopConf(new Configuration()))
+    val first  = AcquisitionEntry.of(Seq(("t", 0, 1L, 1)))
+    val second = AcquisitionEntry.of(Seq(("t", 0, 2L, 1)))
+    assert(log.read(0, 0).isEmpty)
+    assert(log.writeIfAbsent(0, 0, first) == ((first, true)))
+    assert(log.writeIfAbsent(0, 0, second) == ((first, false)))
+    assert(log.read(0, 0).contains(first))
+    log.writeIfAbsent(1, 0, second)
+    assert(log.readBatch(0, 2) == Seq(first))
+    log.purgeBefore(1)
+    assert(log.read(0, 0).isEmpty && log.read(1, 0).contains(second))
+  }
+}

@@ -1,0 +1,41 @@
+package io.github.kafkashare.spark.offsets
+
+import org.scalatest.funsuite.AnyFunSuite
+
+class OffsetRangesSuite extends AnyFunSuite {
+
+  test("offsets in any order become sorted, merged ranges") {
+    val r = OffsetRanges.ofOffsets(Seq(5L, 3, 4, 10, 12, 11, 3, 20))
+    assert(r.ranges == Vector(OffsetRange(3, 5), OffsetRange(10, 12), OffsetRange(20, 20)))
+    assert(r.count == 7)
+  }
+
+  test("contains finds members only") {
+    val r = OffsetRanges(Seq(OffsetRange(0, 9), OffsetRange(20, 29), OffsetRange(100, 100)))
+    assert(Seq(0L, 9, 20, 25, 29, 100).forall(r.contains))
+    assert(Seq(-1L, 10, 19, 30, 99, 101).forall(o => !r.contains(o)))
+    assert(!OffsetRanges.empty.contains(0))
+  }
+
+  test("union merges overlapping and adjacent ranges") {
+    val a = OffsetRanges(Seq(OffsetRange(0, 9), OffsetRange(30, 39)))
+    val b = OffsetRanges(Seq(OffsetRange(10, 15), OffsetRange(35, 50)))
+    assert(a.union(b).ranges == Vector(OffsetRange(0, 15), OffsetRange(30, 50)))
+  }
+
+  test("dropBelow trims at the start offset") {
+    val r = OffsetRanges(Seq(OffsetRange(0, 9), OffsetRange(20, 29)))
+    assert(r.dropBelow(5).ranges == Vector(OffsetRange(5, 9), OffsetRange(20, 29)))
+    assert(r.dropBelow(10).ranges == Vector(OffsetRange(20, 29)))
+    assert(r.dropBelow(30).isEmpty)
+  }
+
+  test("per partition: union, trim, and partitions without a start offset are kept") {
+    val a = TopicPartitionRanges(Map(("t", 0) -> OffsetRanges.ofOffsets(0L to 9L), ("t", 1) -> OffsetRanges.ofOffsets(Seq(5L))))
+    val b = TopicPartitionRanges(Map(("t", 0) -> OffsetRanges.ofOffsets(10L to 12L), ("u", 0) -> OffsetRanges.ofOffsets(Seq(1L))))
+    val u = a.union(b)
+    assert(u.contains("t", 0, 12) && u.contains("u", 0, 1) && !u.contains("t", 1, 6))
+    val trimmed = u.dropBelow(Map(("t", 0) -> 13L, ("t", 1) -> 0L))
+    assert(trimmed.byPartition.keySet == Set(("t", 1), ("u", 0)))
+  }
+}

@@ -1,0 +1,35 @@
+package io.github.kafkashare.spark.offsets
+
+import io.github.kafkashare.spark.errors.ShareSourceException
+import org.scalatest.funsuite.AnyFunSuite
+
+class ShareSourceOffsetSuite extends AnyFunSuite {
+
+  private val offset = ShareSourceOffset(7, 4, TopicPartitionRanges(Map(
+    ("orders", 1) -> OffsetRanges(Seq(OffsetRange(5, 9))),
+    ("orders", 0) -> OffsetRanges(Seq(OffsetRange(0, 3), OffsetRange(8, 8))),
+    ("audit", 2)  -> OffsetRanges(Seq(OffsetRange(100, 200))))))
+
+  test("JSON is deterministic: sorted topics and partitions, a version field") {
+    assert(offset.json() ==
+      """{"version":1,"batch":7,"tasks":4,"pinned":{"audit":{"2":[[100,200]]},"orders":{"0":[[0,3],[8,8]],"1":[[5,9]]}}}""")
+  }
+
+  test("JSON round trip") {
+    assert(ShareSourceOffset.fromJson(offset.json()) == offset)
+    assert(ShareSourceOffset.fromJson(ShareSourceOffset.initial.json()) == ShareSourceOffset.initial)
+  }
+
+  test("a newer version is refused with what to do") {
+    val e = intercept[ShareSourceException](ShareSourceOffset.fromJson("""{"version":2,"batch":1,"tasks":1,"pinned":{}}"""))
+    assert(e.getMessage.contains("offset of version 2, newer than this connector reads (1)"))
+  }
+
+  test("malformed JSON is refused with an example of the expected form") {
+    Seq("", "{", "[]", """{"version":1}""", """{"version":1,"batch":1,"tasks":1,"pinned":{"t":{"0":[[1]]}}}""",
+      """{"version":1,"batch":1,"tasks":1,"pinned":{"t":{"x":[[1,2]]}}}""").foreach { bad =>
+      val e = intercept[ShareSourceException](ShareSourceOffset.fromJson(bad))
+      assert(e.getMessage.contains("expected for example"), bad)
+    }
+  }
+}

@@ -1,0 +1,87 @@
+package io.github.kafkashare.spark.options
+
+import io.github.kafkashare.spark.errors.ShareSourceException
+import org.scalatest.funsuite.AnyFunSuite
+
+class ShareSourceOptionsSuite extends AnyFunSuite {
+
+  private val required = Map("kafka.bootstrap.servers" -> "b:9092", "kafka.share.group.id" -> "g", "subscribe" -> "a, b")
+
+  private def failure(options: Map[String, String]): String =
+    intercept[ShareSourceException](ShareSourceOptions.parse(options)).getMessage
+
+  test("defaults") {
+    val o = ShareSourceOptions.parse(required)
+    assert(o.subscription == Subscription.Topics(Seq("a", "b")))
+    assert(o.strategy == ExactlyOnceStrategy.None)
+    assert(o.startingOffsets == StartingOffsets.Latest)
+    assert(o.parallelism.isEmpty && o.lockTimeoutMs.isEmpty && o.maxRecordsPerTrigger.isEmpty)
+    assert(!o.includeHeaders && o.failOnDataLoss)
+    assert(o.kafkaParams == Map("bootstrap.servers" -> "b:9092"), "source options are not client settings")
+  }
+
+  test("option names are case-insensitive, values of enums too") {
+    val o = ShareSourceOptions.parse(Map("KAFKA.BOOTSTRAP.SERVERS" -> "b:9092", "Kafka.Share.Group.Id" -> "g",
+      "SubscribePattern" -> "orders-.*", "kafka.share.exactly.once.strategy" -> "Two-Phase-Commit",
+      "STARTINGOFFSETS" -> "EARLIEST", "includeheaders" -> "TRUE", "kafka.share.parallelism" -> "8"))
+    assert(o.subscription == Subscription.TopicPattern("orders-.*"))
+    assert(o.strategy == ExactlyOnceStrategy.TwoPhaseCommit)
+    assert(o.startingOffsets == StartingOffsets.Earliest && o.includeHeaders && o.parallelism.contains(8))
+  }
+
+  test("every strategy by its documented name") {
+    ExactlyOnceStrategy.all.foreach { s =>
+      assert(ShareSourceOptions.parse(required + ("kafka.share.exactly.once.strategy" -> s.name)).strategy == s)
+    }
+  }
+
+  test("a missing required option is named, with an example") {
+    assert(failure(required - "kafka.bootstrap.servers").contains("option 'kafka.bootstrap.servers' is required"))
+    assert(failure(required - "kafka.share.group.id").contains("option 'kafka.share.group.id' is required"))
+    assert(failure(required + ("kafka.share.group.id" -> " ")).contains("'kafka.share.group.id' is required"))
+  }
+
+  test("exactly one of subscribe and subscribePattern") {
+    assert(failure(required - "subscribe").contains("got neither"))
+    assert(failure(required + ("subscribePattern" -> "x")).contains("got subscribe and subscribePattern"))
+    assert(failure(required + ("subscribe" -> " , ")).contains("'subscribe' has the invalid value"))
+    assert(failure(required - "subscribe" + ("subscribePattern" -> "(")).contains("a Java regular expression"))
+  }
+
+  test("invalid values name the option and what is expected") {
+    val cases = Seq(
+      "kafka.share.exactly.once.strategy" -> "exactly-once" -> "one of 'none', 'idempotent', 'checkpoint-dedup', 'two-phase-commit'",
+      "kafka.share.acknowledgment.mode"   -> "auto"         -> "'implicit' or 'explicit'",
+      "kafka.share.parallelism"           -> "0"            -> "a whole number between 1 and 100000",
+      "kafka.share.parallelism"           -> "four"         -> "a whole number between 1 and 100000",
+      "maxRecordsPerTrigger"              -> "-5"           -> "a whole number between 1 and",
+      "kafka.share.lock.timeout.ms"       -> "99999999999"  -> "a whole number between 1 and 3600000",
+      "startingOffsets"                   -> "{\"t\":{\"0\":5}}" -> "one of 'earliest', 'latest'",
+      "includeHeaders"                    -> "yes"          -> "'true' or 'false'",
+      "failOnDataLoss"                    -> "1"            -> "'true' or 'false'")
+    cases.foreach { case ((key, value), expected) =>
+      val message = failure(required + (key -> value))
+      assert(message.contains(s"option '$key' has the invalid value '$value'"), message)
+      assert(message.contains(expected), message)
+    }
+  }
+
+  test("explicit acknowledgement is refused until it exists") {
+    assert(failure(required + ("kafka.share.acknowledgment.mode" -> "explicit")).contains("not available in this version"))
+  }
+
+  test("client settings a share consumer rejects are refused with the alternative") {
+    Seq("auto.offset.reset" -> "startingOffsets", "enable.auto.commit" -> "acknowledges records itself",
+      "group.id" -> "kafka.share.group.id", "isolation.level" -> "share.isolation.level",
+      "session.timeout.ms" -> "share.session.timeout.ms", "group.instance.id" -> "static membership",
+      "key.deserializer" -> "as bytes").foreach { case (key, instead) =>
+      val message = failure(required + (s"kafka.$key" -> "x"))
+      assert(message.contains(s"option 'kafka.$key' cannot be used with a share group") && message.contains(instead), message)
+    }
+  }
+
+  test("other kafka.* settings reach the clients, prefix removed") {
+    val o = ShareSourceOptions.parse(required ++ Map("kafka.security.protocol" -> "SASL_SSL", "kafka.fetch.max.bytes" -> "1000"))
+    assert(o.kafkaParams == Map("bootstrap.servers" -> "b:9092", "security.protocol" -> "SASL_SSL", "fetch.max.bytes" -> "1000"))
+  }
+}
