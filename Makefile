@@ -1,5 +1,5 @@
 # Two commands do all the set-up on a fresh machine (Java 17, Maven, Python 3 and make are enough):
-#   make demo   builds what it needs, starts an embedded Kafka broker, shows the share group at work
+#   make demo   builds what it needs, starts an embedded Kafka broker, runs a kafka-share query on it
 #   make test   builds the jar and the wheel, runs the Scala and Python tests against real brokers
 # Everything else is fetched: sbt from Maven Central (build/sbt), Kafka brokers from Maven Central,
 # pyspark and the Python tools from PyPI into .venv/. Versions: versions.properties.
@@ -20,8 +20,8 @@ PY_SOURCES      := python/pyproject.toml python/README.md $(shell find $(PKG) -n
 
 .PHONY: demo test test-jvm test-python typecheck build wheel clean
 
-demo: $(HARNESS)
-	java -Dkafkashare.root=$(CURDIR) -cp "$$(cat $(HARNESS))" io.github.kafkashare.testkit.Demo
+demo: $(VENV)/installed-wheel
+	$(PY) python/examples/demo.py
 
 # Scala first (unit and integration suites, one sbt start that also builds the jar), then Python.
 test: test-jvm test-python

@@ -45,14 +45,28 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
             report.sections.append((f"broker {b.version} log ({b.log})", b.log_tail()))
 
 
-def run_spark(script: str, *args: str, timeout: float = 300) -> dict[str, object]:
+def run_spark(script: str, *args: str, timeout: float = 300, killed: bool = False) -> dict[str, object]:
     """Runs tests/python/spark_apps/<script> in its own Python process (its own Spark JVM), returns its JSON.
 
     Spark takes jars only when its JVM starts, so each configuration gets a fresh process.
+    With killed=True the script must die by SIGKILL (an injected driver crash); returns {}.
     """
     done = subprocess.run([sys.executable, str(HERE / "spark_apps" / script), *args],
                           capture_output=True, text=True, timeout=timeout)
+    if killed:
+        assert done.returncode == -9, f"{script} was to be killed, exited {done.returncode}:\n{done.stderr[-6000:]}"
+        return {}
     if done.returncode != 0:
         raise AssertionError(f"{script} {' '.join(args)} exited {done.returncode}:\n{done.stderr[-6000:]}")
     result: dict[str, object] = json.loads(done.stdout.strip().splitlines()[-1])
     return result
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """Prints the produced/landed/lost/doubled line of every delivery test that ran."""
+    from test_delivery import RESULTS
+
+    if RESULTS:
+        terminalreporter.section("delivery counts")
+        for line in RESULTS:
+            terminalreporter.write_line(line)

@@ -70,6 +70,9 @@ class Broker:
     def create_topic(self, topic: str, partitions: int) -> None:
         harness("create-topic", self.bootstrap, topic, str(partitions))
 
+    def group_config(self, group: str, settings: dict[str, str]) -> None:
+        harness("group-config", self.bootstrap, group, *(f"{k}={v}" for k, v in settings.items()))
+
     def read_from_earliest(self, group: str) -> None:
         harness("earliest", self.bootstrap, group)
 

@@ -18,9 +18,6 @@ object ProjectPaths {
       else Nil
     }
 
-  def newestBrokerVersion: String =
-    brokerVersions.lastOption.getOrElse(sys.error("no broker fetched: run `make build` first"))
-
   /** The class path of one broker version, as written by the build. */
   def brokerClasspath(version: String): String = {
     val file = root.resolve(s"target/brokers/$version/classpath.txt")

@@ -1,0 +1,86 @@
+"""Typed options for ``spark.readStream.format("kafka-share")``, in plain Python.
+
+No py4j and no JVM: the result is a dict of strings, so it works the same under classic Spark and
+Spark Connect::
+
+    opts = KafkaShareOptions(bootstrap_servers="broker:9092", group_id="orders",
+                             subscribe=["orders"], strategy="checkpoint-dedup")
+    df = spark.readStream.format("kafka-share").options(**opts.to_dict()).load()
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal, Mapping, Optional, Sequence
+
+Strategy = Literal["none", "idempotent", "checkpoint-dedup", "two-phase-commit"]
+StartingOffsets = Literal["earliest", "latest"]
+AcknowledgmentMode = Literal["implicit"]
+
+STRATEGIES: tuple[Strategy, ...] = ("none", "idempotent", "checkpoint-dedup", "two-phase-commit")
+
+
+@dataclass(frozen=True)
+class KafkaShareOptions:
+    """The kafka-share source's options; docs/options.md explains each one."""
+
+    bootstrap_servers: str
+    group_id: str
+    subscribe: Optional[Sequence[str]] = None
+    subscribe_pattern: Optional[str] = None
+    strategy: Strategy = "none"
+    acknowledgment_mode: AcknowledgmentMode = "implicit"
+    parallelism: Optional[int] = None
+    lock_timeout_ms: Optional[int] = None
+    include_headers: bool = False
+    max_records_per_trigger: Optional[int] = None
+    starting_offsets: StartingOffsets = "latest"
+    poll_timeout_ms: Optional[int] = None
+    fail_on_data_loss: bool = True
+    kafka: Mapping[str, str] = field(default_factory=dict)
+    """Other Kafka client settings (security, fetch sizes), without the ``kafka.`` prefix."""
+
+    def __post_init__(self) -> None:
+        if not self.bootstrap_servers:
+            raise ValueError("bootstrap_servers is required, for example 'broker1:9092,broker2:9092'")
+        if not self.group_id:
+            raise ValueError("group_id (the share group) is required")
+        if (self.subscribe is None) == (self.subscribe_pattern is None):
+            raise ValueError("set exactly one of subscribe (a list of topics) and subscribe_pattern (a Java regex)")
+        if isinstance(self.subscribe, str):
+            raise TypeError("subscribe takes a list of topic names, for example ['orders'], not a string")
+        if self.subscribe is not None and not self.subscribe:
+            raise ValueError("subscribe needs at least one topic")
+        if self.strategy not in STRATEGIES:
+            raise ValueError(f"strategy must be one of {', '.join(STRATEGIES)}; got {self.strategy!r}")
+        if self.starting_offsets not in ("earliest", "latest"):
+            raise ValueError(f"starting_offsets must be 'earliest' or 'latest'; got {self.starting_offsets!r}")
+        for name in ("parallelism", "lock_timeout_ms", "max_records_per_trigger", "poll_timeout_ms"):
+            value = getattr(self, name)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+                raise ValueError(f"{name} must be a whole number of at least 1; got {value!r}")
+
+    def to_dict(self) -> dict[str, str]:
+        """The options as Spark takes them: ``.options(**opts.to_dict())``."""
+        result = {
+            "kafka.bootstrap.servers": self.bootstrap_servers,
+            "kafka.share.group.id": self.group_id,
+            "kafka.share.exactly.once.strategy": self.strategy,
+            "kafka.share.acknowledgment.mode": self.acknowledgment_mode,
+            "includeHeaders": str(self.include_headers).lower(),
+            "startingOffsets": self.starting_offsets,
+            "failOnDataLoss": str(self.fail_on_data_loss).lower(),
+        }
+        if self.subscribe is not None:
+            result["subscribe"] = ",".join(self.subscribe)
+        if self.subscribe_pattern is not None:
+            result["subscribePattern"] = self.subscribe_pattern
+        optional = {
+            "kafka.share.parallelism": self.parallelism,
+            "kafka.share.lock.timeout.ms": self.lock_timeout_ms,
+            "maxRecordsPerTrigger": self.max_records_per_trigger,
+            "kafka.share.poll.timeout.ms": self.poll_timeout_ms,
+        }
+        result.update({k: str(v) for k, v in optional.items() if v is not None})
+        result.update({f"kafka.{k}": str(v) for k, v in self.kafka.items()})
+        return result

@@ -1,0 +1,142 @@
+"""A kafka-share query into an idempotent per-batch Parquet sink, with failures injected on demand.
+
+Usage: share_stream.py '<json config>'. Prints one JSON line at the end: what the sink holds.
+Config keys: bootstrap, topic, group, strategy, parallelism, checkpoint, sink, expected (records to
+wait for), timeout_s, failure (F1, F2, F4, F5, F8 or none), marker (a file that makes a failure
+happen once), stop_after_batches (stop after that many non-empty batches), options (extra options),
+trigger ("processing" or "available_now"), idle_check_s (after everything landed, stay running that
+long and report how many batches ran meanwhile).
+
+The sink writes batch N to <sink>/batch=N with mode overwrite, so a re-run batch replaces itself:
+an idempotent sink per batch id, as the delivery contract assumes.
+"""
+
+import json
+import os
+import signal
+import sys
+import time
+from pathlib import Path
+
+from pyspark import TaskContext
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.functions import col, spark_partition_id, udf
+from pyspark.sql.types import StringType
+
+import spark_kafka_share
+
+config = json.loads(sys.argv[1])
+failure = config.get("failure") or "none"
+marker = Path(config.get("marker") or "/nonexistent")
+sink = config["sink"]
+spark = (spark_kafka_share.configure(SparkSession.builder)
+         .master(config.get("master", "local[2,4]"))  # 4 attempts per task, as on a cluster
+         .config("spark.sql.shuffle.partitions", "2")
+         .config("spark.ui.enabled", "false")
+         .getOrCreate())
+spark.sparkContext.setLogLevel("ERROR")
+
+
+def fail_once_first_task(batch_id: int):  # type: ignore[no-untyped-def]
+    """F1: a UDF in the reading stage that throws in the first attempt of task 0 of this batch."""
+    @udf(StringType())
+    def maybe_fail(key: str) -> str:
+        ctx = TaskContext.get()
+        if ctx is not None and ctx.partitionId() == 0 and ctx.attemptNumber() == 0:
+            raise RuntimeError("injected F1: read task fails midway")
+        return key
+    return maybe_fail
+
+
+def kill_driver() -> None:
+    """The driver process dies: the JVM first (no chance to write anything), then this Python process."""
+    jvm_pid = spark._jvm.java.lang.ProcessHandle.current().pid()  # type: ignore[union-attr]
+    os.kill(int(jvm_pid), signal.SIGKILL)
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+def write_batch(df: DataFrame, batch_id: int) -> None:
+    once = not marker.exists()
+    rows = df.select(col("key").cast("string").alias("k"), "partition", "offset", "deliveryCount",
+                     spark_partition_id().alias("task"))
+    if failure == "F1" and batch_id == 1 and once:
+        marker.touch()
+        rows = rows.withColumn("k", fail_once_first_task(batch_id)(col("k")))
+    if failure == "F8":
+        first_count = rows.count()  # a first action on the batch: the source is read twice
+    if failure == "F4" and batch_id == 1 and once:
+        marker.touch()
+        kill_driver()  # after offset log 1, before the sink has batch 1
+    rows.write.mode("overwrite").parquet(f"{sink}/batch={batch_id}")
+    if failure == "F8":
+        second_count = spark.read.parquet(f"{sink}/batch={batch_id}").count()
+        if first_count != second_count:
+            Path(f"{sink}.replay-mismatch").write_text(f"batch {batch_id}: {first_count} then {second_count}\n")
+    if failure == "F2" and batch_id == 1 and once:
+        marker.touch()
+        raise RuntimeError("injected F2: the batch fails after its reader finished")
+    if failure == "F5" and batch_id == 1 and once:
+        marker.touch()
+        kill_driver()  # the sink has batch 1, the commit log does not
+
+
+def landed() -> tuple[int, int]:
+    """(rows, distinct keys) in the sink; (0, 0) while a batch is being (re)written under our feet."""
+    try:
+        df = spark.read.parquet(sink)
+        return df.count(), df.select("k").distinct().count()
+    except Exception:
+        return 0, 0
+
+
+def start_query():  # type: ignore[no-untyped-def]
+    reader = (spark.readStream.format("kafka-share")
+              .option("kafka.bootstrap.servers", config["bootstrap"])
+              .option("kafka.share.group.id", config["group"])
+              .option("startingOffsets", "earliest")
+              .option("kafka.share.exactly.once.strategy", config.get("strategy", "none"))
+              .option("kafka.share.parallelism", str(config.get("parallelism", 2))))
+    if config["topic"]:
+        reader = reader.option("subscribe", config["topic"])
+    for k, v in (config.get("options") or {}).items():
+        reader = reader.option(k, str(v))
+    writer = (reader.load().writeStream.foreachBatch(write_batch)
+              .option("checkpointLocation", config["checkpoint"]))
+    if config.get("trigger") == "available_now":
+        return writer.trigger(availableNow=True).start()
+    return writer.trigger(processingTime="200 milliseconds").start()
+
+
+deadline = time.time() + float(config.get("timeout_s", 120))
+restarts = 0
+query = start_query()
+result: dict[str, object] = {}
+if config.get("trigger") == "available_now":
+    result["ended_by_itself"] = query.awaitTermination(float(config.get("timeout_s", 120)))
+while config.get("trigger") != "available_now" and time.time() < deadline:
+    if query.exception() is not None or not query.isActive:
+        restarts += 1  # F2: the query failed; a restart re-runs the failed batch from its offset log
+        query = start_query()
+    progress = [p for p in query.recentProgress if p["numInputRows"] > 0]
+    stop_after = config.get("stop_after_batches")
+    if stop_after and len(progress) >= stop_after:
+        break
+    if landed()[1] >= config["expected"]:
+        if config.get("idle_check_s"):
+            time.sleep(2)  # let the batch that found nothing more (if any) finish
+            before = query.lastProgress["batchId"] if query.lastProgress else -1
+            time.sleep(float(config["idle_check_s"]))
+            result["batches_while_idle"] = (query.lastProgress["batchId"] if query.lastProgress else -1) - before
+        break
+    time.sleep(1)
+progress = list(query.recentProgress)
+query.stop()
+rows, distinct = landed()
+per_task = {}
+if rows:
+    per_task = {str(r["task"]): r["count"] for r in spark.read.parquet(sink).groupBy("task").count().collect()}
+result.update({"rows": rows, "distinct": distinct, "restarts": restarts, "rows_per_task": per_task,
+               "batch_sizes": [p["numInputRows"] for p in progress if p["numInputRows"] > 0],
+               "metrics": progress[-1]["sources"][0]["metrics"] if progress else {}})
+print(json.dumps(result))
+spark.stop()

@@ -1,0 +1,36 @@
+"""The Python option builder: plain Python, a dict of strings the source understands."""
+
+import pytest
+
+from spark_kafka_share import KafkaShareOptions
+
+
+def test_to_dict_gives_the_source_option_names() -> None:
+    opts = KafkaShareOptions(bootstrap_servers="b:9092", group_id="g", subscribe=["a", "b"],
+                             strategy="two-phase-commit", parallelism=4, max_records_per_trigger=1000,
+                             starting_offsets="earliest", include_headers=True,
+                             kafka={"security.protocol": "SASL_SSL"})
+    assert opts.to_dict() == {
+        "kafka.bootstrap.servers": "b:9092", "kafka.share.group.id": "g", "subscribe": "a,b",
+        "kafka.share.exactly.once.strategy": "two-phase-commit", "kafka.share.acknowledgment.mode": "implicit",
+        "kafka.share.parallelism": "4", "maxRecordsPerTrigger": "1000", "startingOffsets": "earliest",
+        "includeHeaders": "true", "failOnDataLoss": "true", "kafka.security.protocol": "SASL_SSL",
+    }
+    assert all(isinstance(v, str) for v in opts.to_dict().values())
+
+
+@pytest.mark.parametrize("kwargs,message", [
+    ({"subscribe": None}, "exactly one of subscribe"),
+    ({"subscribe_pattern": "o.*"}, "exactly one of subscribe"),
+    ({"subscribe": "orders"}, "list of topic names"),
+    ({"strategy": "exactly-once"}, "strategy must be one of none, idempotent"),
+    ({"parallelism": 0}, "parallelism must be a whole number"),
+    ({"parallelism": True}, "parallelism must be a whole number"),
+    ({"starting_offsets": "beginning"}, "'earliest' or 'latest'"),
+    ({"group_id": ""}, "group_id"),
+])
+def test_invalid_options_fail_before_spark_sees_them(kwargs: dict[str, object], message: str) -> None:
+    args: dict[str, object] = {"bootstrap_servers": "b:9092", "group_id": "g", "subscribe": ["t"]}
+    args.update(kwargs)
+    with pytest.raises((ValueError, TypeError), match=message):
+        KafkaShareOptions(**args)  # type: ignore[arg-type]

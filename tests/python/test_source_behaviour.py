@@ -1,0 +1,76 @@
+"""Promise 8 (progress) and the source's other behaviour, against a real broker and real Spark."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Callable
+
+import pytest
+
+from harness import Broker
+from test_delivery import NEWEST, check, prepare, stream
+
+pytestmark = pytest.mark.parametrize("broker", [NEWEST], indirect=True, ids=[f"kafka-{NEWEST}"])
+
+
+def test_an_idle_source_runs_no_batches(broker: Broker, fresh_name: Callable[[str], str], tmp_path: Path) -> None:
+    topic, group = prepare(broker, fresh_name, records=500)
+    landed = stream(broker, tmp_path, topic, group, "checkpoint-dedup", 500, idle_check_s=8)
+    check("idle", "checkpoint-dedup", landed, 500, tmp_path)
+    assert landed["batches_while_idle"] == 0
+
+
+def test_available_now_ends_once_everything_is_read(broker: Broker, fresh_name: Callable[[str], str], tmp_path: Path) -> None:
+    topic, group = prepare(broker, fresh_name)
+    landed = stream(broker, tmp_path, topic, group, "checkpoint-dedup", 2000, trigger="available_now")
+    assert landed["ended_by_itself"] is True
+    check("AvNw", "checkpoint-dedup", landed, 2000, tmp_path)
+
+
+def test_max_records_per_trigger_bounds_every_batch(broker: Broker, fresh_name: Callable[[str], str], tmp_path: Path) -> None:
+    topic, group = prepare(broker, fresh_name)
+    landed = stream(broker, tmp_path, topic, group, "checkpoint-dedup", 2000, options={"maxRecordsPerTrigger": 300})
+    check("max", "checkpoint-dedup", landed, 2000, tmp_path)
+    sizes = landed["batch_sizes"]
+    assert isinstance(sizes, list) and sizes and max(sizes) <= 300, sizes
+
+
+def test_one_partition_is_read_by_every_consumer(broker: Broker, fresh_name: Callable[[str], str], tmp_path: Path) -> None:
+    topic, group = prepare(broker, fresh_name, partitions=1, records=20000)
+    landed = stream(broker, tmp_path, topic, group, "checkpoint-dedup", 20000, parallelism=4,
+                    master="local[4,4]", options={"kafka.max.poll.records": 200})
+    check("p4", "checkpoint-dedup", landed, 20000, tmp_path)
+    per_task = landed["rows_per_task"]
+    assert isinstance(per_task, dict) and sorted(per_task) == ["0", "1", "2", "3"], per_task
+    assert all(int(n) > 0 for n in per_task.values()), per_task
+
+
+def test_subscribe_pattern_reads_every_matching_topic(broker: Broker, fresh_name: Callable[[str], str], tmp_path: Path) -> None:
+    prefix = fresh_name("pattern")
+    group = fresh_name("pattern-group")
+    for suffix in ("a", "b"):
+        broker.create_topic(f"{prefix}-{suffix}", 1)
+        broker.produce(f"{prefix}-{suffix}", 300)
+    broker.create_topic(f"other-{prefix}", 1)
+    broker.produce(f"other-{prefix}", 300)
+    landed = stream(broker, tmp_path, "", group, "checkpoint-dedup", 300, options={"subscribePattern": f"{prefix}-.*"})
+    # Keys repeat across the two topics: 300 distinct keys, 600 rows, and none from other-*.
+    assert landed["rows"] == 600 and landed["distinct"] == 300
+
+
+def test_query_progress_reports_the_source_metrics(broker: Broker, fresh_name: Callable[[str], str], tmp_path: Path) -> None:
+    topic, group = prepare(broker, fresh_name, records=500)
+    landed = stream(broker, tmp_path, topic, group, "two-phase-commit", 500)
+    metrics = landed["metrics"]
+    assert isinstance(metrics, dict)
+    assert {"lastBatchRecordsAcquired", "lastBatchMaxDeliveryCount", "pinnedRanges", "parallelism",
+            "lockDurationMs"} <= set(metrics), metrics
+    assert metrics["parallelism"] == "2" and metrics["lockDurationMs"] == "15000"
+
+
+def test_local_cluster_100k_records_into_parquet_exactly_once(broker: Broker, fresh_name: Callable[[str], str],
+                                                              tmp_path: Path) -> None:
+    topic, group = prepare(broker, fresh_name, partitions=4, records=100_000)
+    landed = stream(broker, tmp_path, topic, group, "checkpoint-dedup", 100_000, parallelism=4,
+                    master="local-cluster[2,1,1024]", timeout_s=300)
+    check("lc", "checkpoint-dedup", landed, 100_000, tmp_path)
