@@ -52,6 +52,7 @@ lazy val connector = project
       Seq(out)
     }.taskValue,
     Test / fork := true,
+    Test / javaOptions += s"-Dkafkashare.root=${(LocalRootProject / baseDirectory).value}",
     // Why shade: docs/architecture/packaging.md. In short, Spark's own Kafka source puts
     // kafka-clients 3.9 (no share consumer) on the class path of the same application.
     assembly / assemblyShadeRules := Seq(

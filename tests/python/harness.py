@@ -51,8 +51,9 @@ class Broker:
     def log(self) -> Path:
         return self.directory / "broker.log"
 
-    def start(self) -> Broker:
-        self.bootstrap = harness("start", self.version, str(self.directory)).splitlines()[-1]
+    def start(self, share_groups: bool = True) -> Broker:
+        flags = [] if share_groups else ["share-groups-off"]
+        self.bootstrap = harness("start", self.version, str(self.directory), *flags).splitlines()[-1]
         return self
 
     def stop(self) -> None:

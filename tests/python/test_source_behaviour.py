@@ -74,3 +74,13 @@ def test_local_cluster_100k_records_into_parquet_exactly_once(broker: Broker, fr
     landed = stream(broker, tmp_path, topic, group, "checkpoint-dedup", 100_000, parallelism=4,
                     master="local-cluster[2,1,1024]", timeout_s=300)
     check("lc", "checkpoint-dedup", landed, 100_000, tmp_path)
+
+
+@pytest.mark.parametrize("strategy", ["checkpoint-dedup", "two-phase-commit"])
+def test_a_stopped_query_leaves_the_rest_to_the_group_at_once(broker: Broker, fresh_name: Callable[[str], str],
+                                                              tmp_path: Path, strategy: str) -> None:
+    topic, group = prepare(broker, fresh_name, records=5000)
+    landed = stream(broker, tmp_path, topic, group, strategy, 5000, stop_after_batches=1,
+                    options={"maxRecordsPerTrigger": 500}, consume_after_stop_ms=10000)
+    assert 0 < int(landed["distinct"]) <= 500  # type: ignore[call-overload]
+    assert landed["consumed_after_stop"] == landed["remaining"], landed

@@ -132,6 +132,17 @@ while config.get("trigger") != "available_now" and time.time() < deadline:
 progress = list(query.recentProgress)
 query.stop()
 rows, distinct = landed()
+if config.get("consume_after_stop_ms"):
+    # Promise 7: with this JVM (and its pooled consumers) still alive, another member of the group
+    # gets what the stopped query did not take, well before the locks (15 s in the tests) expire.
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from harness import harness
+    remaining = config["expected"] - distinct
+    started = time.time()
+    got = int(harness("share-consume", config["bootstrap"], config["group"], config["topic"], str(remaining),
+                      str(config["consume_after_stop_ms"])))
+    result.update({"remaining": remaining, "consumed_after_stop": got,
+                   "seconds_to_consume_after_stop": round(time.time() - started, 1)})
 per_task = {}
 if rows:
     per_task = {str(r["task"]): r["count"] for r in spark.read.parquet(sink).groupBy("task").count().collect()}

@@ -31,6 +31,10 @@ final class OffsetRanges private (val ranges: Vector[OffsetRange]) extends Seria
 
   def union(other: OffsetRanges): OffsetRanges = OffsetRanges.normalize(ranges ++ other.ranges)
 
+  /** How many offsets of `from until until` are in the set. */
+  def countWithin(from: Long, until: Long): Long =
+    ranges.iterator.map(r => math.max(0L, math.min(r.last + 1, until) - math.max(r.first, from))).sum
+
   /** Drops offsets below `start` (records the group has already acknowledged for good). */
   def dropBelow(start: Long): OffsetRanges =
     new OffsetRanges(ranges.collect {

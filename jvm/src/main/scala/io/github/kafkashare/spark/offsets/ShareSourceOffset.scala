@@ -11,8 +11,9 @@ import org.apache.spark.sql.connector.read.streaming.Offset
  * The source's offset for the end of batch `batch`. A share group has no offsets to name, so this is
  * a batch counter plus what a run (or a re-run after a restart) of the batch must know:
  *  - `tasks`: how many read tasks the batch has, fixed once so a re-run splits it the same way;
- *  - `pinned`: the records pinned to batches before `batch` that the group may still deliver again
- *    (exactly-once strategies drop those redeliveries), trimmed at the group's start offsets.
+ *  - `pinned`: the offsets pinned to batches before `batch`, trimmed at the group's start offsets.
+ *    The group may still deliver them again: exactly-once strategies drop those redeliveries. The
+ *    driver also looks for holes in them to find records that came back to the group.
  *
  * JSON, deterministic (sorted keys), versioned:
  * {{{ {"version":1,"batch":3,"tasks":4,"pinned":{"orders":{"0":[[0,99],[150,180]]}}} }}}

@@ -19,6 +19,10 @@ final case class TopicPartitionRanges(byPartition: Map[(String, Int), OffsetRang
       tp -> startOffsets.get(tp).fold(r)(r.dropBelow)
     }.filter(!_._2.isEmpty))
 
+  /** Whether some offset of `from until until` of that partition is not in the set. */
+  def hasHoles(topic: String, partition: Int, from: Long, until: Long): Boolean =
+    from < until && byPartition.get((topic, partition)).fold(0L)(_.countWithin(from, until)) < until - from
+
   def rangeCount: Int = byPartition.valuesIterator.map(_.ranges.size).sum
 }
 

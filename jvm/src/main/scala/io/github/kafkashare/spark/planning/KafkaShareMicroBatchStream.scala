@@ -18,9 +18,15 @@ import org.apache.spark.sql.connector.read.streaming._
  * The driver side of the source. Batches are numbered; a batch is "whatever the share consumers
  * acquire when it runs", pinned in the acquisition log so that every later read of it is the same.
  *
- * When to run a batch (so that an idle source runs none): when the topics' end offsets moved since
- * the last batch was planned (new records), or when the last batch got records (more may wait,
- * including redeliveries). Trigger.AvailableNow ends at the first batch that gets nothing.
+ * When to run a batch, without acquiring anything to find out (an idle source must run none):
+ *  - the previous batch got records: more may be waiting;
+ *  - a topic's end offset moved since the last batch was planned: new records;
+ *  - a hole: an offset between the group's start offset and the end offset that no batch of this
+ *    query pinned. It is with another member of the group, or it came back to the group (a lock
+ *    expired after a crash, a record was released). A probe batch runs one lock duration after the
+ *    last batch, and each probe that finds nothing doubles the wait (up to 10 minutes), so holes
+ *    that stay (records other members hold, transaction markers) cost little.
+ * Trigger.AvailableNow ends at the first batch that gets nothing.
  */
 final class KafkaShareMicroBatchStream(
     options: ShareSourceOptions,
@@ -36,6 +42,8 @@ final class KafkaShareMicroBatchStream(
   private val commitLogDir   = new Path(new Path(checkpointDir).getParent.getParent, "commits")
   private var topics         = cluster.resolveTopics()
   private var plannedEnds    = Map.empty[(String, Int), Long]
+  private var plannedAt      = System.nanoTime
+  private var probeWaitMs    = lockDurationMs
   private var lastBatchStats = BatchStats(0, 0, 0)
 
   override def initialOffset(): Offset = ShareSourceOffset.initial
@@ -51,24 +59,33 @@ final class KafkaShareMicroBatchStream(
   override def latestOffset(): Offset = throw new UnsupportedOperationException("latestOffset(start, limit) is used")
 
   override def latestOffset(startOffset: Offset, limit: ReadLimit): Offset = {
-    val start = startOffset.asInstanceOf[ShareSourceOffset]
+    val start   = startOffset.asInstanceOf[ShareSourceOffset]
     val entries = if (start.batch < 0) Nil else acquisitions.readBatch(start.batch, start.tasks)
-    lastBatchStats = BatchStats(start.batch, entries.map(_.recordCount).sum, entries.flatMap(_.runs).map(_.deliveryCount).maxOption.getOrElse(0))
+    lastBatchStats = BatchStats(start.batch, entries.map(_.recordCount).sum,
+      entries.flatMap(_.runs).map(_.deliveryCount).maxOption.getOrElse(0))
+    if (lastBatchStats.records > 0) probeWaitMs = lockDurationMs
 
+    val startOffsets = cluster.groupStartOffsets()
+    val pinned       = entries.foldLeft(start.pinned)((acc, e) => acc.union(e.offsets)).dropBelow(startOffsets)
     topics = cluster.resolveTopics()
-    val ends      = cluster.endOffsets(topics)
-    val newData   = ends.exists { case (tp, end) => end > plannedEnds.getOrElse(tp, 0L) }
-    val firstRun  = start.batch < 0 || plannedEnds.isEmpty
-    val maybeMore = lastBatchStats.records > 0
+    val ends = cluster.endOffsets(topics)
+
+    val firstRun = start.batch < 0 || plannedEnds.isEmpty
+    val gotSome  = lastBatchStats.records > 0
+    val newData  = ends.exists { case (tp, end) => end > plannedEnds.getOrElse(tp, 0L) }
+    def holes    = ends.exists { case ((t, p), end) => startOffsets.get((t, p)).exists(s => pinned.hasHoles(t, p, s, end)) }
+    def probeDue = (System.nanoTime - plannedAt) / 1000000L >= probeWaitMs && holes
     val run =
-      if (availableNow) firstRun || maybeMore
-      else firstRun || maybeMore || newData
+      if (availableNow) firstRun || gotSome
+      else firstRun || gotSome || newData || probeDue
     if (!run) return start
+    if (!firstRun && !gotSome && !newData) {
+      logInfo(s"kafka-share: probing for records that came back to group '${options.groupId}'")
+      probeWaitMs = math.min(probeWaitMs * 2, KafkaShareMicroBatchStream.MaxProbeWaitMs)
+    }
 
     plannedEnds = ends
-    val pinned =
-      if (!options.strategy.dropsRedeliveries) TopicPartitionRanges.empty
-      else entries.foldLeft(start.pinned)((acc, e) => acc.union(e.offsets)).dropBelow(cluster.groupStartOffsets())
+    plannedAt = System.nanoTime
     ShareSourceOffset(start.batch + 1, parallelism, pinned)
   }
 
@@ -124,6 +141,9 @@ final class KafkaShareMicroBatchStream(
 final case class BatchStats(batch: Long, records: Long, maxDeliveryCount: Int)
 
 object KafkaShareMicroBatchStream extends Logging {
+
+  /** The longest wait between probe batches that keep finding nothing. */
+  val MaxProbeWaitMs: Long = 10 * 60 * 1000L
 
   /** Checks the cluster, prepares the group, and builds the stream. */
   def start(options: ShareSourceOptions, checkpointDir: String, spark: SparkSession): KafkaShareMicroBatchStream = {

@@ -38,4 +38,11 @@ class OffsetRangesSuite extends AnyFunSuite {
     val trimmed = u.dropBelow(Map(("t", 0) -> 13L, ("t", 1) -> 0L))
     assert(trimmed.byPartition.keySet == Set(("t", 1), ("u", 0)))
   }
+
+  test("holes: offsets of a window that are not in the set") {
+    val r = TopicPartitionRanges(Map(("t", 0) -> OffsetRanges(Seq(OffsetRange(0, 9), OffsetRange(20, 29)))))
+    assert(OffsetRanges(Seq(OffsetRange(0, 9), OffsetRange(20, 29))).countWithin(5, 25) == 10)
+    assert(!r.hasHoles("t", 0, 0, 10) && !r.hasHoles("t", 0, 20, 30) && !r.hasHoles("t", 0, 5, 5))
+    assert(r.hasHoles("t", 0, 0, 11) && r.hasHoles("t", 0, 9, 21) && r.hasHoles("t", 1, 0, 1))
+  }
 }

@@ -5,7 +5,7 @@ import java.nio.file.Paths
 /**
  * The harness as a command, for the Python tests and the Makefile:
  * {{{
- *   start <version> <dir>         start (or restart) the broker in dir; prints its bootstrap servers
+ *   start <version> <dir> [share-groups-off]   start (or restart) the broker in dir; prints its bootstrap servers
  *   stop <dir> | kill <dir>       SIGTERM and wait / SIGKILL
  *   create-topic <bootstrap> <topic> <partitions>
  *   earliest <bootstrap> <group>  set share.auto.offset.reset=earliest on the group
@@ -28,6 +28,8 @@ object HarnessCli {
 
   private def run(args: List[String]): Unit = args match {
     case List("start", version, dir) => println(KafkaBroker.start(version, Paths.get(dir)).bootstrapServers)
+    case List("start", version, dir, "share-groups-off") =>
+      println(KafkaBroker.start(version, Paths.get(dir), shareGroups = false).bootstrapServers)
     case List("stop", dir)           => KafkaBroker.at(Paths.get(dir)).stop()
     case List("kill", dir)           => KafkaBroker.at(Paths.get(dir)).kill()
     case List("create-topic", bootstrap, topic, partitions) => new KafkaTestOps(bootstrap).createTopic(topic, partitions.toInt)

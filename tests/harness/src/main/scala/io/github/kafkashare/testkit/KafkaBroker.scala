@@ -22,7 +22,7 @@ import org.apache.kafka.common.Uuid
  * `broker.log` (what a failing test shows) and `broker.pid`. `start` on a dir that already holds
  * `server.properties` restarts that broker with its data and ports.
  */
-final class KafkaBroker private (val dir: Path, val version: String) {
+final class KafkaBroker private (val dir: Path, val version: String, shareGroups: Boolean = true) {
 
   val logFile: Path     = dir.resolve("broker.log")
   private val pidFile   = dir.resolve("broker.pid")
@@ -70,8 +70,11 @@ final class KafkaBroker private (val dir: Path, val version: String) {
     val out            = Files.newOutputStream(propsFile)
     try props.store(out, s"single-node KRaft broker $version for tests") finally out.close()
     // Kafka 4.1 formats with share.version=0 (share groups off): ask for 1. Newer versions turn
-    // share groups on by default, and we test that default.
-    val shareFeature = if (version.startsWith("4.1.")) Seq("--feature", "share.version=1") else Nil
+    // share groups on by default, and we test that default. The error tests want them off.
+    val shareFeature =
+      if (!shareGroups) Seq("--feature", "share.version=0")
+      else if (version.startsWith("4.1.")) Seq("--feature", "share.version=1")
+      else Nil
     val args = Seq(KafkaBroker.javaBin, "-cp", ProjectPaths.brokerClasspath(version), "kafka.tools.StorageTool",
       "format", "-t", Uuid.randomUuid().toString, "-c", propsFile.toString) ++ shareFeature
     val process = new ProcessBuilder(args: _*)
@@ -123,8 +126,12 @@ final class KafkaBroker private (val dir: Path, val version: String) {
 
 object KafkaBroker {
 
-  /** Starts a broker of `version` in `dir`, or restarts the one whose data is already there. */
-  def start(version: String, dir: Path): KafkaBroker = new KafkaBroker(dir, version).start()
+  /**
+   * Starts a broker of `version` in `dir`, or restarts the one whose data is already there.
+   * `shareGroups = false` formats a new data dir with share groups off (share.version=0).
+   */
+  def start(version: String, dir: Path, shareGroups: Boolean = true): KafkaBroker =
+    new KafkaBroker(dir, version, shareGroups).start()
 
   /** A handle to the broker in `dir` without starting it (for stop and kill from another process). */
   def at(dir: Path): KafkaBroker = {
