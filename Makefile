@@ -29,8 +29,9 @@ test: test-jvm test-python
 test-jvm:
 	$(SBT) connector/test connector/assembly harness/exportHarnessClasspath integration/test
 
+# Two workers: most of a Spark test's time is spent waiting (JVM start, batches, lock expiry).
 test-python: $(VENV)/installed-wheel typecheck
-	$(PY) -m pytest tests/python
+	$(PY) -m pytest -n 2 --dist loadgroup tests/python
 
 typecheck: $(VENV)/installed-tools
 	$(PY) -m mypy --strict python/src/spark_kafka_share
@@ -60,7 +61,7 @@ $(VENV)/installed-wheel: $(WHEEL) $(HARNESS)
 
 $(VENV)/installed-tools: versions.properties
 	python3 -m venv $(VENV)
-	$(PY) -m pip install --quiet pyspark==$(pyspark) pytest==$(pytest) mypy==$(mypy) build==$(build) setuptools==$(setuptools)
+	$(PY) -m pip install --quiet pyspark==$(pyspark) pytest==$(pytest) pytest-xdist==$(pytest-xdist) mypy==$(mypy) build==$(build) setuptools==$(setuptools)
 	@touch $@
 
 clean:

@@ -62,11 +62,24 @@ def run_spark(script: str, *args: str, timeout: float = 300, killed: bool = Fals
     return result
 
 
+COUNTS = HERE.parents[1] / "target" / "test-results" / "delivery-counts.txt"
+
+
+def record_delivery_counts(line: str) -> None:
+    """One line per delivery test; workers of pytest-xdist append to the same file."""
+    COUNTS.parent.mkdir(parents=True, exist_ok=True)
+    with COUNTS.open("a") as f:
+        f.write(line + "\n")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if not hasattr(config, "workerinput"):  # the controller, once per run
+        COUNTS.unlink(missing_ok=True)
+
+
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     """Prints the produced/landed/lost/doubled line of every delivery test that ran."""
-    from test_delivery import RESULTS
-
-    if RESULTS:
+    if COUNTS.exists():
         terminalreporter.section("delivery counts")
-        for line in RESULTS:
+        for line in sorted(COUNTS.read_text().splitlines()):
             terminalreporter.write_line(line)

@@ -13,14 +13,13 @@ from typing import Callable
 
 import pytest
 
-from conftest import run_spark
+from conftest import record_delivery_counts, run_spark
 from harness import Broker, broker_versions
 
 NEWEST = broker_versions()[-1]
 STRATEGIES = ["none", "idempotent", "checkpoint-dedup", "two-phase-commit"]
 EXACTLY_ONCE = {"checkpoint-dedup", "two-phase-commit"}
 RECORDS = 2000
-RESULTS: list[str] = []
 
 
 def prepare(broker: Broker, fresh_name: Callable[[str], str], partitions: int = 2, records: int = RECORDS) -> tuple[str, str]:
@@ -44,7 +43,7 @@ def stream(broker: Broker, tmp: Path, topic: str, group: str, strategy: str, exp
 def check(case: str, strategy: str, landed: dict[str, object], produced: int, tmp: Path) -> None:
     rows, distinct = int(landed["rows"]), int(landed["distinct"])  # type: ignore[call-overload]
     lost, doubled = produced - distinct, rows - distinct
-    RESULTS.append(f"{case:4} {strategy:17} produced {produced:6} landed {rows:6} lost {lost:4} doubled {doubled:4}")
+    record_delivery_counts(f"{case:4} {strategy:17} produced {produced:6} landed {rows:6} lost {lost:4} doubled {doubled:4}")
     assert lost == 0, f"{case}/{strategy}: {lost} records lost"
     if strategy in EXACTLY_ONCE:
         assert doubled == 0, f"{case}/{strategy}: {doubled} records landed twice"

@@ -2,40 +2,24 @@ package io.github.kafkashare.spark.metrics
 
 import org.apache.spark.sql.connector.metric.{CustomMetric, CustomSumMetric, CustomTaskMetric}
 
-/** The source's SQL UI metrics: one per counter the read tasks keep. Spark instantiates them by class name. */
-class RecordsAcquiredMetric extends CustomSumMetric {
-  override def name: String        = ShareSourceMetrics.Acquired
-  override def description: String = "records acquired from the share group"
-}
-class RecordsAcceptedMetric extends CustomSumMetric {
-  override def name: String        = ShareSourceMetrics.Accepted
-  override def description: String = "records ACCEPTed"
-}
-class RecordsReleasedMetric extends CustomSumMetric {
-  override def name: String        = ShareSourceMetrics.Released
-  override def description: String = "records RELEASEd (not pinned: a failed, lost or limited read)"
-}
-class RecordsReplayedMetric extends CustomSumMetric {
-  override def name: String        = ShareSourceMetrics.Replayed
-  override def description: String = "records re-read from the acquisition log (retries, re-runs, second actions)"
-}
-class RedeliveriesDroppedMetric extends CustomSumMetric {
-  override def name: String        = ShareSourceMetrics.Dropped
-  override def description: String = "redeliveries of pinned records dropped (exactly-once strategies)"
-}
+/**
+ * The source's SQL UI metrics, one per counter the read tasks keep. Spark instantiates them by class
+ * name on the driver, so each is a class with no constructor arguments.
+ */
+abstract class ShareSumMetric(override val name: String, override val description: String) extends CustomSumMetric
 
-/** The largest value of a task metric (delivery count, share of the lock used). */
-abstract class CustomMaxMetric extends CustomMetric {
+/** The largest value over the tasks (delivery count, share of the lock used). */
+abstract class ShareMaxMetric(override val name: String, override val description: String) extends CustomMetric {
   override def aggregateTaskMetrics(values: Array[Long]): String = if (values.isEmpty) "0" else values.max.toString
 }
-class MaxDeliveryCountMetric extends CustomMaxMetric {
-  override def name: String        = ShareSourceMetrics.MaxDeliveryCount
-  override def description: String = "highest delivery count seen"
-}
-class LockUsedPercentMetric extends CustomMaxMetric {
-  override def name: String        = ShareSourceMetrics.LockUsedPercent
-  override def description: String = "share of the lock duration the slowest task held records (%)"
-}
+
+class RecordsAcquiredMetric     extends ShareSumMetric(ShareSourceMetrics.Acquired, "records acquired from the share group")
+class RecordsAcceptedMetric     extends ShareSumMetric(ShareSourceMetrics.Accepted, "records ACCEPTed")
+class RecordsReleasedMetric     extends ShareSumMetric(ShareSourceMetrics.Released, "records RELEASEd (not pinned: a failed, lost or limited read)")
+class RecordsReplayedMetric     extends ShareSumMetric(ShareSourceMetrics.Replayed, "records re-read from the acquisition log (retries, re-runs, second actions)")
+class RedeliveriesDroppedMetric extends ShareSumMetric(ShareSourceMetrics.Dropped, "redeliveries of pinned records dropped (exactly-once strategies)")
+class MaxDeliveryCountMetric    extends ShareMaxMetric(ShareSourceMetrics.MaxDeliveryCount, "highest delivery count seen")
+class LockUsedPercentMetric     extends ShareMaxMetric(ShareSourceMetrics.LockUsedPercent, "share of the lock duration the slowest task held records (%)")
 
 object ShareSourceMetrics {
   val Acquired         = "recordsAcquired"
