@@ -32,7 +32,8 @@ try:
     print(f"Produced {RECORDS:,} records to 'orders' (1 partition) at {broker.bootstrap}")
 
     spark = (spark_kafka_share.configure(SparkSession.builder).master("local[4]").appName("kafka-share demo")
-             .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "4").getOrCreate())
+             .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
+             .config("spark.sql.shuffle.partitions", "4").getOrCreate())
     spark.sparkContext.setLogLevel("ERROR")
     options = KafkaShareOptions(bootstrap_servers=broker.bootstrap, group_id="demo", subscribe=["orders"],
                                 strategy="checkpoint-dedup", parallelism=4, starting_offsets="earliest")
@@ -52,6 +53,7 @@ try:
         time.sleep(2)
         landed = sum(p["numInputRows"] for p in query.recentProgress)
         print(f"  {landed:,} records read so far")
+    query.processAllAvailable()  # let the batch in flight finish, so the stop interrupts nothing
     query.stop()
 
     result = spark.read.parquet(str(sink))

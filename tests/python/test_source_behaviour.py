@@ -63,9 +63,11 @@ def test_query_progress_reports_the_source_metrics(broker: Broker, fresh_name: C
     landed = stream(broker, tmp_path, topic, group, "two-phase-commit", 500)
     metrics = landed["metrics"]
     assert isinstance(metrics, dict)
-    assert {"lastBatchRecordsAcquired", "lastBatchMaxDeliveryCount", "pinnedRanges", "parallelism",
-            "lockDurationMs"} <= set(metrics), metrics
+    assert {"lastBatchRecordsAcquired", "lastBatchMaxDeliveryCount", "pinnedRanges", "parallelism", "lockDurationMs",
+            "recordsAcquiredTotal", "recordsAcceptedTotal", "recordsReleasedTotal", "recordsReplayedTotal",
+            "redeliveriesDroppedTotal"} <= set(metrics), metrics
     assert metrics["parallelism"] == "2" and metrics["lockDurationMs"] == "15000"
+    assert int(metrics["recordsAcquiredTotal"]) >= 500
 
 
 def test_local_cluster_100k_records_into_parquet_exactly_once(broker: Broker, fresh_name: Callable[[str], str],

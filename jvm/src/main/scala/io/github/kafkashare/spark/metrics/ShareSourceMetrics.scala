@@ -1,6 +1,7 @@
 package io.github.kafkashare.spark.metrics
 
 import org.apache.spark.sql.connector.metric.{CustomMetric, CustomSumMetric, CustomTaskMetric}
+import org.apache.spark.util.LongAccumulator
 
 /**
  * The source's SQL UI metrics, one per counter the read tasks keep. Spark instantiates them by class
@@ -40,9 +41,33 @@ object ShareSourceMetrics {
   }
 }
 
+/**
+ * Totals since the query started, for query progress: the read tasks add to these accumulators (they
+ * travel inside the input partitions) and the driver reads them. A retried task counts again.
+ */
+final class QueryTotals(spark: org.apache.spark.SparkContext) extends Serializable {
+  val acquired: LongAccumulator = spark.longAccumulator("kafka-share records acquired")
+  val accepted: LongAccumulator = spark.longAccumulator("kafka-share records accepted")
+  val released: LongAccumulator = spark.longAccumulator("kafka-share records released")
+  val replayed: LongAccumulator = spark.longAccumulator("kafka-share records replayed")
+  val dropped: LongAccumulator  = spark.longAccumulator("kafka-share redeliveries dropped")
+
+  def asMetrics: Map[String, String] = {
+    import ShareSourceMetrics._
+    Map(s"${Acquired}Total" -> acquired.sum, s"${Accepted}Total" -> accepted.sum, s"${Released}Total" -> released.sum,
+      s"${Replayed}Total" -> replayed.sum, s"${Dropped}Total" -> dropped.sum).map { case (k, v) => k -> v.toString }
+  }
+}
+
 /** Counters of one read task. */
 final class TaskCounters {
   var acquired, accepted, released, replayed, dropped, maxDeliveryCount, lockUsedPercent = 0L
+
+  /** Adds this task's counts to the query totals, once, when the task's reader closes. */
+  def addTo(totals: QueryTotals): Unit = {
+    totals.acquired.add(acquired); totals.accepted.add(accepted); totals.released.add(released)
+    totals.replayed.add(replayed); totals.dropped.add(dropped)
+  }
 
   def toTaskMetrics: Array[CustomTaskMetric] = {
     import ShareSourceMetrics._

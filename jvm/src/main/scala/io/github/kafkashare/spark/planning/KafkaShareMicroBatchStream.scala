@@ -5,6 +5,7 @@ import java.util
 import scala.jdk.CollectionConverters._
 
 import io.github.kafkashare.spark.consumer.ConsumerKey
+import io.github.kafkashare.spark.metrics.QueryTotals
 import io.github.kafkashare.spark.offsets._
 import io.github.kafkashare.spark.options.ShareSourceOptions
 import io.github.kafkashare.spark.reader.{KafkaShareInputPartition, KafkaShareReaderFactory}
@@ -34,7 +35,8 @@ final class KafkaShareMicroBatchStream(
     cluster: ClusterAccess,
     parallelism: Int,
     lockDurationMs: Long,
-    hadoopConf: SerializableHadoopConf)
+    hadoopConf: SerializableHadoopConf,
+    totals: QueryTotals)
     extends MicroBatchStream with SupportsAdmissionControl with SupportsTriggerAvailableNow
     with ReportsSourceMetrics with Logging {
 
@@ -64,6 +66,11 @@ final class KafkaShareMicroBatchStream(
     lastBatchStats = BatchStats(start.batch, entries.map(_.recordCount).sum,
       entries.flatMap(_.runs).map(_.deliveryCount).maxOption.getOrElse(0))
     if (lastBatchStats.records > 0) probeWaitMs = lockDurationMs
+    val batchMs = (System.nanoTime - plannedAt) / 1000000L
+    if (options.strategy.acceptsAfterCommit && start.batch >= 0 && batchMs > lockDurationMs * 0.8)
+      logWarning(s"kafka-share: batch ${start.batch} took $batchMs ms, more than 80% of the lock duration " +
+        s"($lockDurationMs ms) that two-phase-commit holds records for. Raise the group's share.record.lock.duration.ms " +
+        "or make batches smaller (maxRecordsPerTrigger)")
 
     val startOffsets = cluster.groupStartOffsets()
     val pinned       = entries.foldLeft(start.pinned)((acc, e) => acc.union(e.offsets)).dropBelow(startOffsets)
@@ -108,7 +115,8 @@ final class KafkaShareMicroBatchStream(
         failOnDataLoss = options.failOnDataLoss,
         log = acquisitions,
         commitFile = new Path(commitLogDir, batchEnd.batch.toString).toString,
-        hadoopConf = hadoopConf): InputPartition
+        hadoopConf = hadoopConf,
+        totals = totals): InputPartition
     }.toArray
   }
 
@@ -122,14 +130,14 @@ final class KafkaShareMicroBatchStream(
 
   override def metrics(latestConsumedOffset: util.Optional[Offset]): util.Map[String, String] = {
     val pinnedRanges = if (latestConsumedOffset.isPresent) latestConsumedOffset.get.asInstanceOf[ShareSourceOffset].pinned.rangeCount else 0
-    Map(
+    (Map(
       "lastBatch"                -> lastBatchStats.batch.toString,
       "lastBatchRecordsAcquired" -> lastBatchStats.records.toString,
       "lastBatchMaxDeliveryCount" -> lastBatchStats.maxDeliveryCount.toString,
       "pinnedRanges"             -> pinnedRanges.toString,
       "parallelism"              -> parallelism.toString,
       "lockDurationMs"           -> lockDurationMs.toString
-    ).asJava
+    ) ++ totals.asMetrics).asJava
   }
 
   override def stop(): Unit = cluster.close()
@@ -157,7 +165,8 @@ object KafkaShareMicroBatchStream extends Logging {
       val hadoopConf     = new SerializableHadoopConf(spark.sparkContext.hadoopConfiguration)
       logInfo(s"kafka-share: group '${options.groupId}', ${KafkaShareTable.describe(options.subscription)}, " +
         s"strategy ${options.strategy.name}, $parallelism consumers per batch, lock duration $lockDurationMs ms")
-      new KafkaShareMicroBatchStream(options, checkpointDir, cluster, parallelism, lockDurationMs, hadoopConf)
+      new KafkaShareMicroBatchStream(options, checkpointDir, cluster, parallelism, lockDurationMs, hadoopConf,
+        new QueryTotals(spark.sparkContext))
     } catch {
       case e: Throwable => cluster.close(); throw e
     }

@@ -46,7 +46,7 @@ final class KafkaSharePartitionReader(partition: KafkaShareInputPartition)
 
   override def currentMetricsValues(): Array[CustomTaskMetric] = counters.toTaskMetrics
 
-  override def close(): Unit = ()
+  override def close(): Unit = counters.addTo(partition.totals)
 
   private def replay(entry: AcquisitionEntry): Seq[(Record, Int)] = {
     val records = ReplayFetcher.fetch(entry.runs, partition.consumerKey.params, partition.failOnDataLoss)
