@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import itertools
 import json
+import re
+import shutil
 import os
 import subprocess
 import sys
@@ -53,6 +55,12 @@ def run_spark(script: str, *args: str, timeout: float = 300, killed: bool = Fals
     """
     done = subprocess.run([sys.executable, str(HERE / "spark_apps" / script), *args],
                           capture_output=True, text=True, timeout=timeout)
+    # The driver's log, kept per test for reading after a failure.
+    test = os.environ.get("PYTEST_CURRENT_TEST", script).split(" ")[0]
+    log = SPARK_LOGS / (re.sub(r"[^A-Za-z0-9_.-]+", "_", test) + ".log")
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with log.open("a") as f:
+        f.write(done.stderr)
     if killed:
         assert done.returncode == -9, f"{script} was to be killed, exited {done.returncode}:\n{done.stderr[-6000:]}"
         return {}
@@ -63,6 +71,7 @@ def run_spark(script: str, *args: str, timeout: float = 300, killed: bool = Fals
 
 
 COUNTS = HERE.parents[1] / "target" / "test-results" / "delivery-counts.txt"
+SPARK_LOGS = HERE.parents[1] / "target" / "test-results" / "spark-logs"
 
 
 def record_delivery_counts(line: str) -> None:
@@ -75,6 +84,7 @@ def record_delivery_counts(line: str) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     if not hasattr(config, "workerinput"):  # the controller, once per run
         COUNTS.unlink(missing_ok=True)
+        shutil.rmtree(SPARK_LOGS, ignore_errors=True)
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:

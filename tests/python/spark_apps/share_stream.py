@@ -35,6 +35,9 @@ spark = (spark_kafka_share.configure(SparkSession.builder)
          .config("spark.ui.enabled", "false")
          .getOrCreate())
 spark.sparkContext.setLogLevel("ERROR")
+# The source's own lines stay in the driver log that conftest keeps per test.
+_log4j = spark._jvm.org.apache.logging.log4j  # type: ignore[union-attr]
+_log4j.core.config.Configurator.setLevel("io.github.kafkashare.spark", _log4j.Level.INFO)
 
 
 def fail_once_first_task(batch_id: int):  # type: ignore[no-untyped-def]
@@ -89,6 +92,15 @@ def landed() -> tuple[int, int]:
         return 0, 0
 
 
+def last_sink_batch() -> int:
+    """The highest batch id written to the sink (directories batch=N)."""
+    return max((int(d.name.split("=")[1]) for d in Path(sink).glob("batch=*")), default=-1)
+
+
+def committed_batches() -> int:
+    return len([f for f in Path(config["checkpoint"], "commits").iterdir() if f.name.isdigit()])
+
+
 def start_query():  # type: ignore[no-untyped-def]
     reader = (spark.readStream.format("kafka-share")
               .option("kafka.bootstrap.servers", config["bootstrap"])
@@ -107,6 +119,16 @@ def start_query():  # type: ignore[no-untyped-def]
     return writer.trigger(processingTime="200 milliseconds").start()
 
 
+def wait_for_progress(done: object, within_s: float = 30) -> None:
+    """Waits until done(progress of the batches that ran) holds, for at most within_s seconds."""
+    until = time.time() + within_s
+    while time.time() < until:
+        ran = [p for p in query.recentProgress if p.get("batchId", -1) >= 0 and "sources" in p]
+        if ran and done(ran):  # type: ignore[operator]
+            return
+        time.sleep(0.5)
+
+
 deadline = time.time() + float(config.get("timeout_s", 120))
 restarts = 0
 query = start_query()
@@ -122,11 +144,17 @@ while config.get("trigger") != "available_now" and time.time() < deadline:
     if stop_after and len(progress) >= stop_after:
         break
     if landed()[1] >= config["expected"]:
+        # The batch that landed the last rows reports its progress only after it commits; wait for it.
+        wait_for_progress(lambda ps: ps[-1]["batchId"] >= last_sink_batch())
         if config.get("idle_check_s"):
-            time.sleep(2)  # let the batch that found nothing more (if any) finish
-            before = query.lastProgress["batchId"] if query.lastProgress else -1
+            # After the last records, one more batch runs and finds nothing (a consumer cannot know
+            # without asking); it may wait for its consumers to join the group. Count from its end.
+            wait_for_progress(lambda ps: ps[-1]["numInputRows"] == 0)
+            # Batches that ran leave a file in the checkpoint's commit log. (Progress events are no
+            # measure: Spark reports an idle query every 10 s under the next batch's id.)
+            before = committed_batches()
             time.sleep(float(config["idle_check_s"]))
-            result["batches_while_idle"] = (query.lastProgress["batchId"] if query.lastProgress else -1) - before
+            result["batches_while_idle"] = committed_batches() - before
         break
     time.sleep(1)
 progress = list(query.recentProgress)
@@ -148,6 +176,7 @@ if rows:
     per_task = {str(r["task"]): r["count"] for r in spark.read.parquet(sink).groupBy("task").count().collect()}
 result.update({"rows": rows, "distinct": distinct, "restarts": restarts, "rows_per_task": per_task,
                "batch_sizes": [p["numInputRows"] for p in progress if p["numInputRows"] > 0],
-               "metrics": progress[-1]["sources"][0]["metrics"] if progress else {}})
+               "metrics": progress[-1]["sources"][0]["metrics"] if progress else {},
+               "progress": [(p["batchId"], p["numInputRows"], p["timestamp"], p["sources"][0]["metrics"]) for p in progress]})
 print(json.dumps(result))
 spark.stop()

@@ -1,6 +1,7 @@
 package io.github.kafkashare.spark.ack
 
-import java.util.concurrent.{ConcurrentLinkedQueue, Executors, ThreadFactory, TimeUnit}
+import java.util.concurrent.atomic.AtomicLong
+import java.util.concurrent.{ConcurrentHashMap, ConcurrentLinkedQueue, Executors, ThreadFactory, TimeUnit}
 
 import scala.jdk.CollectionConverters._
 import scala.util.control.NonFatal
@@ -29,6 +30,9 @@ object CommitWatcher extends Logging {
 
   private val holds = new ConcurrentLinkedQueue[Hold]()
 
+  /** Records ACCEPTed here per share group, not yet reported by a read task. */
+  private val acceptedCounts = new ConcurrentHashMap[String, AtomicLong]()
+
   private val timer = Executors.newSingleThreadScheduledExecutor(new ThreadFactory {
     override def newThread(r: Runnable): Thread = {
       val t = new Thread(r, "kafka-share-commit-watcher"); t.setDaemon(true); t
@@ -39,6 +43,10 @@ object CommitWatcher extends Logging {
   /** Holds `consumer` (with its acquired records) until `commitFile` exists or `maxHoldMs` passes. */
   def holdUntilCommitted(consumer: PooledShareConsumer, commitFile: Path, conf: SerializableHadoopConf, maxHoldMs: Long): Unit =
     holds.add(Hold(consumer, commitFile, conf, System.nanoTime + TimeUnit.MILLISECONDS.toNanos(maxHoldMs)))
+
+  /** Takes the count of records this JVM ACCEPTed for `groupId` since the last call. */
+  def takeAcceptedCount(groupId: String): Long =
+    Option(acceptedCounts.get(groupId)).map(_.getAndSet(0)).getOrElse(0L)
 
   /** Batches held now, for tests and metrics. */
   def holding: Int = holds.size
@@ -61,7 +69,9 @@ object CommitWatcher extends Logging {
 
   private def acceptAll(consumer: PooledShareConsumer): Unit =
     try {
+      val count = consumer.holding
       consumer.acceptHeld()
+      acceptedCounts.computeIfAbsent(consumer.key.groupId, _ => new AtomicLong).addAndGet(count)
       ShareConsumerPool.giveBack(consumer)
     } catch {
       case NonFatal(e) =>

@@ -1,5 +1,7 @@
 package io.github.kafkashare.spark.metrics
 
+import java.io.{ByteArrayInputStream, ByteArrayOutputStream, ObjectInputStream, ObjectOutputStream, ObjectStreamClass}
+
 import org.apache.spark.sql.connector.metric.{CustomMetric, CustomSumMetric, CustomTaskMetric}
 import org.apache.spark.util.LongAccumulator
 
@@ -42,8 +44,8 @@ object ShareSourceMetrics {
 }
 
 /**
- * Totals since the query started, for query progress: the read tasks add to these accumulators (they
- * travel inside the input partitions) and the driver reads them. A retried task counts again.
+ * Totals since the query started, for query progress: the read tasks add to these accumulators and
+ * the driver reads them. A retried task counts again.
  */
 final class QueryTotals(spark: org.apache.spark.SparkContext) extends Serializable {
   val acquired: LongAccumulator = spark.longAccumulator("kafka-share records acquired")
@@ -57,8 +59,32 @@ final class QueryTotals(spark: org.apache.spark.SparkContext) extends Serializab
     Map(s"${Acquired}Total" -> acquired.sum, s"${Accepted}Total" -> accepted.sum, s"${Released}Total" -> released.sum,
       s"${Replayed}Total" -> replayed.sum, s"${Dropped}Total" -> dropped.sum).map { case (k, v) => k -> v.toString }
   }
+
+  def inTransit: QueryTotalsInTransit = new QueryTotalsInTransit(this)
 }
 
+/**
+ * The totals on their way to the read tasks. An accumulator counts for a task only if it is
+ * deserialized while the task runs, but Spark deserializes input partitions before the task starts;
+ * so the totals travel as bytes inside the partition and the reader opens them.
+ */
+final class QueryTotalsInTransit(totals: QueryTotals) extends Serializable {
+  private val bytes: Array[Byte] = {
+    val buffer = new ByteArrayOutputStream
+    val out    = new ObjectOutputStream(buffer)
+    try out.writeObject(totals) finally out.close()
+    buffer.toByteArray
+  }
+
+  /** Call inside the task. */
+  def open(): QueryTotals = {
+    val in = new ObjectInputStream(new ByteArrayInputStream(bytes)) {
+      override def resolveClass(desc: ObjectStreamClass): Class[_] =
+        Class.forName(desc.getName, false, Thread.currentThread.getContextClassLoader)
+    }
+    try in.readObject().asInstanceOf[QueryTotals] finally in.close()
+  }
+}
 /** Counters of one read task. */
 final class TaskCounters {
   var acquired, accepted, released, replayed, dropped, maxDeliveryCount, lockUsedPercent = 0L

@@ -100,6 +100,7 @@ final class KafkaShareMicroBatchStream(
     val batchEnd = end.asInstanceOf[ShareSourceOffset]
     val perTask  = options.maxRecordsPerTrigger.map(m => math.max(1L, (m + batchEnd.tasks - 1) / batchEnd.tasks))
     val key      = ConsumerKey(options.groupId, options.kafkaParams)
+    val totalsOut = totals.inTransit
     (0 until batchEnd.tasks).map { task =>
       KafkaShareInputPartition(
         batch = batchEnd.batch,
@@ -116,7 +117,7 @@ final class KafkaShareMicroBatchStream(
         log = acquisitions,
         commitFile = new Path(commitLogDir, batchEnd.batch.toString).toString,
         hadoopConf = hadoopConf,
-        totals = totals): InputPartition
+        totals = totalsOut): InputPartition
     }.toArray
   }
 

@@ -1,7 +1,7 @@
 package io.github.kafkashare.spark.reader
 
 import io.github.kafkashare.spark.consumer.ConsumerKey
-import io.github.kafkashare.spark.metrics.QueryTotals
+import io.github.kafkashare.spark.metrics.QueryTotalsInTransit
 import io.github.kafkashare.spark.offsets.{AcquisitionLog, SerializableHadoopConf, TopicPartitionRanges}
 import io.github.kafkashare.spark.options.ExactlyOnceStrategy
 import org.apache.spark.sql.connector.read.InputPartition
@@ -29,7 +29,7 @@ final case class KafkaShareInputPartition(
     log: AcquisitionLog,
     commitFile: String,
     hadoopConf: SerializableHadoopConf,
-    totals: QueryTotals) extends InputPartition {
+    totals: QueryTotalsInTransit) extends InputPartition {
 
   // Client settings can hold secrets: never print them.
   override def toString: String = s"KafkaShareInputPartition(batch $batch, task $task, topics ${topics.mkString(",")})"

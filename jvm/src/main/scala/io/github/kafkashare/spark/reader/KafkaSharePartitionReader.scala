@@ -30,6 +30,9 @@ final class KafkaSharePartitionReader(partition: KafkaShareInputPartition)
   private type Record = ConsumerRecord[Array[Byte], Array[Byte]]
 
   private val counters = new TaskCounters
+  private val totals   = partition.totals.open() // here, inside the task, so that the task's updates count
+  // Two-phase commit ACCEPTs after the task that acquired has ended; the next task here reports them.
+  counters.accepted += CommitWatcher.takeAcceptedCount(partition.consumerKey.groupId)
   private lazy val rows: Iterator[InternalRow] = {
     val records = partition.log.read(partition.batch, partition.task) match {
       case Some(entry) => replay(entry)
@@ -46,7 +49,7 @@ final class KafkaSharePartitionReader(partition: KafkaShareInputPartition)
 
   override def currentMetricsValues(): Array[CustomTaskMetric] = counters.toTaskMetrics
 
-  override def close(): Unit = counters.addTo(partition.totals)
+  override def close(): Unit = counters.addTo(totals)
 
   private def replay(entry: AcquisitionEntry): Seq[(Record, Int)] = {
     val records = ReplayFetcher.fetch(entry.runs, partition.consumerKey.params, partition.failOnDataLoss)
