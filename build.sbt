@@ -60,6 +60,8 @@ lazy val connector = project
     ),
     assemblyPackageScala / assembleArtifact := false,
     assembly / assemblyJarName := s"${name.value}_${scalaBinaryVersion.value}-${version.value}.jar",
+    // The plain jar (no kafka-clients inside) would have the same name: keep it out of the way.
+    Compile / packageBin / artifactPath := crossTarget.value / "plain" / s"${name.value}_${scalaBinaryVersion.value}-${version.value}.jar",
     assembly / test := {},
     assembly / assemblyMergeStrategy := {
       case PathList("module-info.class")                        => MergeStrategy.discard

@@ -83,6 +83,10 @@ class Broker:
     def share_consume(self, group: str, topic: str, expected: int, timeout_ms: int = 60000) -> int:
         return int(harness("share-consume", self.bootstrap, group, topic, str(expected), str(timeout_ms)))
 
+    def read_topic(self, topic: str) -> list[dict[str, object]]:
+        """Every record of a topic read with a plain consumer: key and headers (as strings)."""
+        return [json.loads(line) for line in harness("read-topic", self.bootstrap, topic).splitlines() if line.strip()]
+
     def group_state(self, group: str) -> dict[str, object]:
         state: dict[str, object] = json.loads(harness("group-state", self.bootstrap, group))
         return state

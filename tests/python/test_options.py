@@ -28,9 +28,29 @@ def test_to_dict_gives_the_source_option_names() -> None:
     ({"parallelism": True}, "parallelism must be a whole number"),
     ({"starting_offsets": "beginning"}, "'earliest' or 'latest'"),
     ({"group_id": ""}, "group_id"),
+    ({"acknowledgment_mode": "auto"}, "'implicit' or 'explicit'"),
+    ({"acknowledgment_default": "release"}, "only with acknowledgment_mode='explicit'"),
+    ({"acknowledgment_mode": "explicit", "acknowledgment_default": "reject"}, "'accept' or 'release'"),
+    ({"dead_letter_topic": "dlt"}, "only with max_deliveries"),
+    ({"max_deliveries": 0}, "max_deliveries must be a whole number"),
 ])
 def test_invalid_options_fail_before_spark_sees_them(kwargs: dict[str, object], message: str) -> None:
     args: dict[str, object] = {"bootstrap_servers": "b:9092", "group_id": "g", "subscribe": ["t"]}
     args.update(kwargs)
     with pytest.raises((ValueError, TypeError), match=message):
         KafkaShareOptions(**args)  # type: ignore[arg-type]
+
+
+def test_explicit_mode_and_poison_options() -> None:
+    opts = KafkaShareOptions(bootstrap_servers="b:9092", group_id="g", subscribe=["a"], acknowledgment_mode="explicit",
+                             acknowledgment_default="release", max_deliveries=3, dead_letter_topic="dlt")
+    d = opts.to_dict()
+    assert d["kafka.share.acknowledgment.mode"] == "explicit"
+    assert d["kafka.share.acknowledgment.default"] == "release"
+    assert d["kafka.share.maxDeliveries"] == "3" and d["kafka.share.deadLetterTopic"] == "dlt"
+
+
+def test_acknowledge_refuses_what_is_not_a_dataframe() -> None:
+    from spark_kafka_share import acknowledge
+    with pytest.raises(TypeError, match="takes a pyspark DataFrame"):
+        acknowledge([("t", 0, 1, "accept")], 0, "g")  # type: ignore[arg-type]

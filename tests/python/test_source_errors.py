@@ -38,6 +38,7 @@ def test_query_start_errors(broker: Broker, fresh_name: Callable[[str], str]) ->
         "unreachable broker": {**good, "kafka.bootstrap.servers": f"127.0.0.1:{closed_port()}"},
         "bad option": {**good, "kafka.share.exactly.once.strategy": "exactly-once"},
         "refused client setting": {**good, "kafka.auto.offset.reset": "earliest"},
+        "explicit without foreachBatch": {**good, "kafka.share.acknowledgment.mode": "explicit"},
     })
     assert "topic(s) no-such-topic do not exist" in str(seen["missing topic"]["message"])
     unreachable = seen["unreachable broker"]
@@ -46,6 +47,8 @@ def test_query_start_errors(broker: Broker, fresh_name: Callable[[str], str]) ->
     assert float(unreachable["seconds"]) < 60  # type: ignore[arg-type]
     assert "option 'kafka.share.exactly.once.strategy' has the invalid value 'exactly-once'" in str(seen["bad option"]["message"])
     assert "use option 'startingOffsets'" in str(seen["refused client setting"]["message"])
+    explicit = str(seen["explicit without foreachBatch"]["message"])
+    assert "'explicit' needs a query whose foreachBatch gives the decisions" in explicit and "NoopTable" in explicit
 
 
 @pytest.mark.parametrize("broker", [NEWEST], indirect=True, ids=[f"kafka-{NEWEST}"])

@@ -1,7 +1,9 @@
 """Kafka share groups as a Spark Structured Streaming source: the bundled jar, its helpers, typed options."""
 
 from spark_kafka_share._version import __version__
+from spark_kafka_share.acknowledge import DECISIONS, Decision, acknowledge
 from spark_kafka_share.classpath import JarNotLoadedError, configure, jar_path
-from spark_kafka_share.options import KafkaShareOptions, StartingOffsets, Strategy
+from spark_kafka_share.options import AcknowledgmentMode, DefaultDecision, KafkaShareOptions, StartingOffsets, Strategy
 
-__all__ = ["__version__", "JarNotLoadedError", "KafkaShareOptions", "StartingOffsets", "Strategy", "configure", "jar_path"]
+__all__ = ["__version__", "AcknowledgmentMode", "DECISIONS", "Decision", "DefaultDecision", "JarNotLoadedError",
+           "KafkaShareOptions", "StartingOffsets", "Strategy", "acknowledge", "configure", "jar_path"]

@@ -15,7 +15,8 @@ from typing import Literal, Mapping, Optional, Sequence
 
 Strategy = Literal["none", "idempotent", "checkpoint-dedup", "two-phase-commit"]
 StartingOffsets = Literal["earliest", "latest"]
-AcknowledgmentMode = Literal["implicit"]
+AcknowledgmentMode = Literal["implicit", "explicit"]
+DefaultDecision = Literal["accept", "release"]
 
 STRATEGIES: tuple[Strategy, ...] = ("none", "idempotent", "checkpoint-dedup", "two-phase-commit")
 
@@ -30,6 +31,12 @@ class KafkaShareOptions:
     subscribe_pattern: Optional[str] = None
     strategy: Strategy = "none"
     acknowledgment_mode: AcknowledgmentMode = "implicit"
+    acknowledgment_default: Optional[DefaultDecision] = None
+    """Explicit mode: the decision for records foreachBatch did not decide on (the source's default: accept)."""
+    max_deliveries: Optional[int] = None
+    """Poison records: the highest delivery count emitted; records delivered more often are rejected."""
+    dead_letter_topic: Optional[str] = None
+    """With max_deliveries: poison records go to this topic before they are rejected."""
     parallelism: Optional[int] = None
     lock_timeout_ms: Optional[int] = None
     include_headers: bool = False
@@ -55,7 +62,16 @@ class KafkaShareOptions:
             raise ValueError(f"strategy must be one of {', '.join(STRATEGIES)}; got {self.strategy!r}")
         if self.starting_offsets not in ("earliest", "latest"):
             raise ValueError(f"starting_offsets must be 'earliest' or 'latest'; got {self.starting_offsets!r}")
-        for name in ("parallelism", "lock_timeout_ms", "max_records_per_trigger", "poll_timeout_ms"):
+        if self.acknowledgment_mode not in ("implicit", "explicit"):
+            raise ValueError(f"acknowledgment_mode must be 'implicit' or 'explicit'; got {self.acknowledgment_mode!r}")
+        if self.acknowledgment_default is not None:
+            if self.acknowledgment_mode != "explicit":
+                raise ValueError("acknowledgment_default applies only with acknowledgment_mode='explicit'")
+            if self.acknowledgment_default not in ("accept", "release"):
+                raise ValueError(f"acknowledgment_default must be 'accept' or 'release'; got {self.acknowledgment_default!r}")
+        if self.dead_letter_topic is not None and self.max_deliveries is None:
+            raise ValueError("dead_letter_topic applies only with max_deliveries; set both")
+        for name in ("parallelism", "lock_timeout_ms", "max_records_per_trigger", "poll_timeout_ms", "max_deliveries"):
             value = getattr(self, name)
             if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
                 raise ValueError(f"{name} must be a whole number of at least 1; got {value!r}")
@@ -80,6 +96,9 @@ class KafkaShareOptions:
             "kafka.share.lock.timeout.ms": self.lock_timeout_ms,
             "maxRecordsPerTrigger": self.max_records_per_trigger,
             "kafka.share.poll.timeout.ms": self.poll_timeout_ms,
+            "kafka.share.acknowledgment.default": self.acknowledgment_default,
+            "kafka.share.maxDeliveries": self.max_deliveries,
+            "kafka.share.deadLetterTopic": self.dead_letter_topic,
         }
         result.update({k: str(v) for k, v in optional.items() if v is not None})
         result.update({f"kafka.{k}": str(v) for k, v in self.kafka.items()})

@@ -4,7 +4,7 @@ Usage: share_stream.py '<json config>'. Prints one JSON line at the end: what th
 Config keys: bootstrap, topic, group, strategy, parallelism, checkpoint, sink, expected (records to
 wait for), timeout_s, failure (F1, F2, F4, F5, F8 or none), marker (a file that makes a failure
 happen once), stop_after_batches (stop after that many non-empty batches), options (extra options),
-trigger ("processing" or "available_now"), idle_check_s (after everything landed, stay running that
+trigger ("processing" or "available_now"), trigger_interval (of the processing-time trigger), idle_check_s (after everything landed, stay running that
 long and report how many batches ran meanwhile).
 
 The sink writes batch N to <sink>/batch=N with mode overwrite, so a re-run batch replaces itself:
@@ -116,7 +116,7 @@ def start_query():  # type: ignore[no-untyped-def]
               .option("checkpointLocation", config["checkpoint"]))
     if config.get("trigger") == "available_now":
         return writer.trigger(availableNow=True).start()
-    return writer.trigger(processingTime="200 milliseconds").start()
+    return writer.trigger(processingTime=config.get("trigger_interval", "200 milliseconds")).start()
 
 
 def wait_for_progress(done: object, within_s: float = 30) -> None:

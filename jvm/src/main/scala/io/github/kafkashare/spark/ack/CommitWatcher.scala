@@ -7,31 +7,40 @@ import scala.jdk.CollectionConverters._
 import scala.util.control.NonFatal
 
 import io.github.kafkashare.spark.consumer.{PooledShareConsumer, ShareConsumerPool}
-import io.github.kafkashare.spark.offsets.SerializableHadoopConf
+import io.github.kafkashare.spark.offsets.{DecisionLog, SerializableHadoopConf}
+import io.github.kafkashare.spark.options.Decision
 import org.apache.hadoop.fs.{FileContext, Path}
 import org.apache.spark.internal.Logging
 
 /**
- * Phase 2 of the two-phase-commit strategy, on the executor that holds the records.
+ * Phase 2 of two-phase commit and of explicit acknowledgement, on the executor that holds the records.
  *
  * A read task pins its records (phase 1, the acquisition log) and hands its consumer, still holding
  * them, to this watcher. The watcher checks Spark's commit log: once `commits/<batch>` exists the
- * sink has the batch, and the consumer ACCEPTs and goes back to the pool. It does not wait for the
+ * sink has the batch, and the consumer acknowledges (two-phase commit: ACCEPT; explicit mode: the
+ * decisions foreachBatch gave, or the default) and goes back to the pool. It does not wait for the
  * next batch, which an idle stream or a stop may never bring.
  *
- * If the commit does not come before the locks near their end, the watcher ACCEPTs anyway: the
- * records are pinned, so the batch replays them from the topic whenever it runs again; letting the
- * locks expire instead would hand them to other members of the group, which would process them a
- * second time.
+ * If the commit does not come before the locks near their end, the batch has failed or is too slow:
+ *  - two-phase commit ACCEPTs: the records are pinned, so the batch replays them from the topic
+ *    whenever it runs again; letting the locks expire would hand them to other members of the group;
+ *  - explicit mode RELEASEs: the user decides when the batch runs again, and a record whose decision
+ *    then is ACCEPT or REJECT is acknowledged quietly when it comes back (see the stream's dedup).
  */
 object CommitWatcher extends Logging {
 
-  private final case class Hold(consumer: PooledShareConsumer, commitFile: Path, conf: SerializableHadoopConf, deadlineNanos: Long)
+  /** What an explicit-mode hold applies at commit. */
+  final case class ExplicitDecisions(log: DecisionLog, batch: Long, default: Decision)
 
-  private val holds = new ConcurrentLinkedQueue[Hold]()
+  private final case class Hold(consumer: PooledShareConsumer, commitFile: Path, conf: SerializableHadoopConf,
+      deadlineNanos: Long, explicit: Option[ExplicitDecisions])
 
-  /** Records ACCEPTed here per share group, not yet reported by a read task. */
-  private val acceptedCounts = new ConcurrentHashMap[String, AtomicLong]()
+  /** Acknowledgements made here, per share group, that no read task has reported yet. */
+  final case class Counts(accepted: Long, released: Long, rejected: Long)
+  private final class Counters { val accepted, released, rejected = new AtomicLong }
+
+  private val holds  = new ConcurrentLinkedQueue[Hold]()
+  private val counts = new ConcurrentHashMap[String, Counters]()
 
   private val timer = Executors.newSingleThreadScheduledExecutor(new ThreadFactory {
     override def newThread(r: Runnable): Thread = {
@@ -41,12 +50,14 @@ object CommitWatcher extends Logging {
   timer.scheduleWithFixedDelay(() => check(), 100, 100, TimeUnit.MILLISECONDS)
 
   /** Holds `consumer` (with its acquired records) until `commitFile` exists or `maxHoldMs` passes. */
-  def holdUntilCommitted(consumer: PooledShareConsumer, commitFile: Path, conf: SerializableHadoopConf, maxHoldMs: Long): Unit =
-    holds.add(Hold(consumer, commitFile, conf, System.nanoTime + TimeUnit.MILLISECONDS.toNanos(maxHoldMs)))
+  def holdUntilCommitted(consumer: PooledShareConsumer, commitFile: Path, conf: SerializableHadoopConf, maxHoldMs: Long,
+      explicit: Option[ExplicitDecisions]): Unit =
+    holds.add(Hold(consumer, commitFile, conf, System.nanoTime + TimeUnit.MILLISECONDS.toNanos(maxHoldMs), explicit))
 
-  /** Takes the count of records this JVM ACCEPTed for `groupId` since the last call. */
-  def takeAcceptedCount(groupId: String): Long =
-    Option(acceptedCounts.get(groupId)).map(_.getAndSet(0)).getOrElse(0L)
+  /** Takes the acknowledgements made for `groupId` since the last call, for a read task to report. */
+  def takeCounts(groupId: String): Counts = Option(counts.get(groupId)).fold(Counts(0, 0, 0)) { c =>
+    Counts(c.accepted.getAndSet(0), c.released.getAndSet(0), c.rejected.getAndSet(0))
+  }
 
   /** Batches held now, for tests and metrics. */
   def holding: Int = holds.size
@@ -57,26 +68,39 @@ object CommitWatcher extends Logging {
       val late      = System.nanoTime > hold.deadlineNanos
       if (committed || late) {
         holds.remove(hold)
-        if (late && !committed)
-          logWarning(s"batch commit ${hold.commitFile} did not come within the lock duration; accepting the pinned records " +
-            "now (the batch replays them if it runs again). Raise the group's share.record.lock.duration.ms or shorten batches.")
-        acceptAll(hold.consumer)
+        if (committed) acknowledge(hold, hold.explicit.map(decider).getOrElse(_ => Decision.Accept))
+        else {
+          val instead = if (hold.explicit.isEmpty) Decision.Accept else Decision.Release
+          logWarning(s"batch commit ${hold.commitFile} did not come within the lock duration; ${instead.name.toUpperCase}ing " +
+            s"its ${hold.consumer.holding} held records now. Raise the group's share.record.lock.duration.ms or shorten batches.")
+          acknowledge(hold, _ => instead)
+        }
       }
     } catch {
       case NonFatal(e) => logWarning(s"checking ${hold.commitFile} failed; will retry", e)
     }
   }
 
-  private def acceptAll(consumer: PooledShareConsumer): Unit =
+  private def decider(explicit: ExplicitDecisions): ((String, Int, Long)) => Decision = {
+    val decided = explicit.log.decisions(explicit.batch).getOrElse(Map.empty)
+    record => decided.getOrElse(record, explicit.default)
+  }
+
+  private def acknowledge(hold: Hold, decide: ((String, Int, Long)) => Decision): Unit = {
+    val consumer = hold.consumer
     try {
-      val count = consumer.holding
-      consumer.acceptHeld()
-      acceptedCounts.computeIfAbsent(consumer.key.groupId, _ => new AtomicLong).addAndGet(count)
+      val made = consumer.decideHeld(decide)
+      val c    = counts.computeIfAbsent(consumer.key.groupId, _ => new Counters)
+      c.accepted.addAndGet(made.getOrElse(Decision.Accept, 0).toLong)
+      c.released.addAndGet(made.getOrElse(Decision.Release, 0).toLong)
+      c.rejected.addAndGet(made.getOrElse(Decision.Reject, 0).toLong)
       ShareConsumerPool.giveBack(consumer)
     } catch {
       case NonFatal(e) =>
-        // The records are pinned: if the broker did not take the ACCEPT, their redelivery is dropped by dedup.
-        logWarning("accepting a committed batch failed; its records will be redelivered and dropped as duplicates", e)
+        // The records are pinned: if the broker did not take the acknowledgement, they come back and
+        // the exactly-once strategies drop them; otherwise they are emitted again (at least once).
+        logWarning("acknowledging a held batch failed; its records will be delivered again", e)
         ShareConsumerPool.discard(consumer)
     }
+  }
 }

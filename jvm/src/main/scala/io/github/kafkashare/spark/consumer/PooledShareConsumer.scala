@@ -6,6 +6,7 @@ import java.util.Properties
 import scala.collection.mutable
 import scala.jdk.CollectionConverters._
 
+import io.github.kafkashare.spark.options.Decision
 import org.apache.kafka.clients.consumer.{AcknowledgeType, ConsumerRecord, KafkaShareConsumer}
 import org.apache.kafka.common.serialization.ByteArrayDeserializer
 
@@ -31,6 +32,9 @@ final class PooledShareConsumer(val key: ConsumerKey) {
   private val held = mutable.LinkedHashSet.empty[ConsumerRecord[Array[Byte], Array[Byte]]]
 
   def holding: Int = held.size
+
+  /** When it last went back to the pool (System.nanoTime); the pool closes it after key.idleCloseMs. */
+  @volatile private[consumer] var idleSinceNanos: Long = System.nanoTime
 
   private var joined = false
 
@@ -75,6 +79,14 @@ final class PooledShareConsumer(val key: ConsumerKey) {
     commit()
   }
 
+  /** Acknowledges each held record as `decide` says and sends it; returns how many got each decision. */
+  def decideHeld(decide: ((String, Int, Long)) => Decision): Map[Decision, Int] = {
+    val decided = held.toSeq.groupBy(r => decide((r.topic, r.partition, r.offset)))
+    decided.foreach { case (d, records) => acknowledge(records, PooledShareConsumer.kafkaType(d)) }
+    commit()
+    decided.map { case (d, records) => d -> records.size }
+  }
+
   /** RELEASEs whatever is still held (rollback), so the group can give it to another member at once. */
   def releaseHeld(): Unit = if (held.nonEmpty) {
     acknowledge(held.toSeq, AcknowledgeType.RELEASE)
@@ -86,9 +98,18 @@ final class PooledShareConsumer(val key: ConsumerKey) {
 
 object PooledShareConsumer {
   val JoinTimeoutMs = 12000L
+
+  def kafkaType(decision: Decision): AcknowledgeType = decision match {
+    case Decision.Accept  => AcknowledgeType.ACCEPT
+    case Decision.Release => AcknowledgeType.RELEASE
+    case Decision.Reject  => AcknowledgeType.REJECT
+  }
 }
 
-/** Consumers are interchangeable when they join the same group with the same client settings. */
-final case class ConsumerKey(groupId: String, params: Map[String, String]) {
+/**
+ * Consumers are interchangeable when they join the same group with the same client settings.
+ * `idleCloseMs`: how long one may wait in the pool unused before it is closed (see [[ShareConsumerPool]]).
+ */
+final case class ConsumerKey(groupId: String, params: Map[String, String], idleCloseMs: Long) {
   override def toString: String = s"ConsumerKey($groupId, ${params.size} settings)" // settings may hold secrets
 }

@@ -1,8 +1,9 @@
 package io.github.kafkashare.spark.consumer
 
-import java.util.concurrent.ConcurrentHashMap
+import java.util.concurrent.{ConcurrentHashMap, ConcurrentLinkedDeque, Executors, TimeUnit}
 import java.util.concurrent.atomic.AtomicLong
 
+import scala.jdk.CollectionConverters._
 import scala.util.control.NonFatal
 
 import org.apache.spark.internal.Logging
@@ -17,11 +18,15 @@ import org.apache.spark.internal.Logging
  *  - `discard` closes it (after an error that may have left it in an unknown state).
  *  - A consumer that holds records for a two-phase commit is with the [[io.github.kafkashare.spark.ack.CommitWatcher]],
  *    not in the pool, until its batch commits.
+ *  - A consumer idle for longer than its key's `idleCloseMs` is closed. Why: a share consumer fetches
+ *    ahead, and records it fetched but a poll did not return yet stay acquired by it, invisible to
+ *    the rest of the group, until it polls again or closes. A stopped query polls no more, so its
+ *    consumers must go; `closeIdle` does it at once where the driver shares the JVM (local mode).
  * No capacity limit: the pool holds at most as many consumers as tasks ran at once on this executor.
  */
 object ShareConsumerPool extends Logging {
 
-  private val idle    = new ConcurrentHashMap[ConsumerKey, java.util.concurrent.ConcurrentLinkedDeque[PooledShareConsumer]]()
+  private val idle    = new ConcurrentHashMap[ConsumerKey, ConcurrentLinkedDeque[PooledShareConsumer]]()
   private val created = new AtomicLong()
 
   /** How many consumers this JVM created so far (a steady stream should stop increasing it). */
@@ -38,7 +43,8 @@ object ShareConsumerPool extends Logging {
   def giveBack(consumer: PooledShareConsumer): Unit =
     try {
       consumer.releaseHeld()
-      idle.computeIfAbsent(consumer.key, _ => new java.util.concurrent.ConcurrentLinkedDeque()).addFirst(consumer)
+      consumer.idleSinceNanos = System.nanoTime
+      idle.computeIfAbsent(consumer.key, _ => new ConcurrentLinkedDeque()).addFirst(consumer)
     } catch {
       case NonFatal(e) =>
         logWarning(s"a share consumer could not release what it held; closing it", e)
@@ -48,8 +54,30 @@ object ShareConsumerPool extends Logging {
   def discard(consumer: PooledShareConsumer): Unit =
     try consumer.close() catch { case NonFatal(e) => logWarning("closing a share consumer failed", e) }
 
+  /** Closes the idle consumers of `key` (a query stopped): what they fetched ahead goes back to the group. */
+  def closeIdle(key: ConsumerKey): Unit = Option(idle.get(key)).foreach(drain)
+
   /** Closes every idle consumer (close RELEASEs what a consumer still holds). */
-  def closeAll(): Unit = idle.forEach((_, q) => { var c = q.pollFirst(); while (c != null) { discard(c); c = q.pollFirst() } })
+  def closeAll(): Unit = idle.values.forEach(q => drain(q))
+
+  private def drain(queue: ConcurrentLinkedDeque[PooledShareConsumer]): Unit = {
+    var c = queue.pollFirst()
+    while (c != null) { discard(c); c = queue.pollFirst() }
+  }
+
+  private def closeLongIdle(): Unit = idle.values.asScala.foreach { queue =>
+    queue.asScala.toList.foreach { c =>
+      val idleMs = TimeUnit.NANOSECONDS.toMillis(System.nanoTime - c.idleSinceNanos)
+      // remove() fails when a borrower took it meanwhile: then it is theirs, not ours to close.
+      if (idleMs > c.key.idleCloseMs && queue.remove(c)) discard(c)
+    }
+  }
+
+  private val evictor = Executors.newSingleThreadScheduledExecutor { r =>
+    val t = new Thread(r, "kafka-share-consumer-evictor"); t.setDaemon(true); t
+  }
+  evictor.scheduleWithFixedDelay(() => try closeLongIdle() catch { case NonFatal(e) => logWarning("closing idle share consumers failed", e) },
+    1, 1, TimeUnit.SECONDS)
 
   sys.addShutdownHook(closeAll())
 }

@@ -25,9 +25,8 @@ object ShareSourceErrors {
   def refusedKafkaOption(option: String, instead: String): ShareSourceException =
     error(s"option 'kafka.$option' cannot be used with a share group; $instead")
 
-  def explicitModeNotAvailable(): ShareSourceException =
-    error("option 'kafka.share.acknowledgment.mode' = 'explicit' is not available in this version; " +
-      "use 'implicit' (the default): the source acknowledges records itself, per 'kafka.share.exactly.once.strategy'")
+  def onlyWith(option: String, requirement: String): ShareSourceException =
+    error(s"option '$option' applies only with '$requirement'; set that too, or remove '$option'")
 
   def speculationEnabled(): ShareSourceException =
     error("spark.speculation=true would let two attempts of one read task acquire records for the same batch " +
@@ -61,4 +60,37 @@ object ShareSourceErrors {
   def badOffsetJson(json: String, cause: Throwable): ShareSourceException =
     error(s"cannot read the kafka-share offset '$json' from the checkpoint; expected for example " +
       """{"version":1,"batch":3,"tasks":4,"pinned":{"orders":{"0":[[0,99]]}}}""", cause)
+
+  def explicitModeNeedsForeachBatch(sink: String): ShareSourceException =
+    error(s"option 'kafka.share.acknowledgment.mode' = 'explicit' needs a query whose foreachBatch gives the decisions " +
+      s"(spark_kafka_share.acknowledge / KafkaShareDecisions.acknowledge); this query writes to $sink. Use " +
+      ".writeStream.foreachBatch(...), or the implicit mode")
+
+  def explicitGroupTaken(group: String): ShareSourceException =
+    error(s"another running query of this Spark application reads share group '$group' in explicit mode; decisions " +
+      "are matched to queries by group, so give each explicit-mode query its own 'kafka.share.group.id', or stop the other")
+
+  def noExplicitQuery(group: String): ShareSourceException =
+    error(s"no running query of this Spark application reads share group '$group' with " +
+      "'kafka.share.acknowledgment.mode' = 'explicit'; acknowledge from inside that query's foreachBatch, with its group id")
+
+  def wrongDecisionBatch(group: String, requested: Long, running: Long): ShareSourceException =
+    error(s"decisions for batch $requested of share group '$group', but its query is running batch $running; pass the " +
+      "batch id that foreachBatch received")
+
+  def decisionColumns(found: String): ShareSourceException =
+    error(s"decisions need the columns topic (string), partition (int), offset (long) and decision (string: " +
+      s"accept, release or reject); got $found. Select them from the batch DataFrame, for example " +
+      "batch.select(\"topic\", \"partition\", \"offset\", decision_column.alias(\"decision\"))")
+
+  def unknownDecision(value: String, topic: String, partition: Int, offset: Long): ShareSourceException =
+    error(s"unknown decision '$value' for $topic-$partition offset $offset; use accept, release or reject")
+
+  def recordNotInBatch(topic: String, partition: Int, offset: Long, batch: Long): ShareSourceException =
+    error(s"a decision for $topic-$partition offset $offset, which is not a record of batch $batch; decide only on " +
+      "records of the batch DataFrame that foreachBatch received")
+
+  def deadLetterFailed(topic: String, cause: Throwable): ShareSourceException =
+    error(s"writing poison records to the dead-letter topic '$topic' (option 'kafka.share.deadLetterTopic') failed; " +
+      "check that the topic exists and the client may write to it. The records stay with the group", cause)
 }

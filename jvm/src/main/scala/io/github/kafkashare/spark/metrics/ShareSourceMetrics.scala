@@ -20,6 +20,7 @@ class RecordsAcquiredMetric     extends ShareSumMetric(ShareSourceMetrics.Acquir
 class RecordsAcceptedMetric     extends ShareSumMetric(ShareSourceMetrics.Accepted, "records ACCEPTed")
 class RecordsReleasedMetric     extends ShareSumMetric(ShareSourceMetrics.Released, "records RELEASEd (not pinned: a failed, lost or limited read)")
 class RecordsReplayedMetric     extends ShareSumMetric(ShareSourceMetrics.Replayed, "records re-read from the acquisition log (retries, re-runs, second actions)")
+class RecordsRejectedMetric     extends ShareSumMetric(ShareSourceMetrics.Rejected, "records REJECTed (poison records, explicit decisions)")
 class RedeliveriesDroppedMetric extends ShareSumMetric(ShareSourceMetrics.Dropped, "redeliveries of pinned records dropped (exactly-once strategies)")
 class MaxDeliveryCountMetric    extends ShareMaxMetric(ShareSourceMetrics.MaxDeliveryCount, "highest delivery count seen")
 class LockUsedPercentMetric     extends ShareMaxMetric(ShareSourceMetrics.LockUsedPercent, "share of the lock duration the slowest task held records (%)")
@@ -30,12 +31,13 @@ object ShareSourceMetrics {
   val Released         = "recordsReleased"
   val Replayed         = "recordsReplayed"
   val Dropped          = "redeliveriesDropped"
+  val Rejected         = "recordsRejected"
   val MaxDeliveryCount = "maxDeliveryCount"
   val LockUsedPercent  = "lockUsedPercent"
 
   val supported: Array[CustomMetric] = Array(
     new RecordsAcquiredMetric, new RecordsAcceptedMetric, new RecordsReleasedMetric, new RecordsReplayedMetric,
-    new RedeliveriesDroppedMetric, new MaxDeliveryCountMetric, new LockUsedPercentMetric)
+    new RecordsRejectedMetric, new RedeliveriesDroppedMetric, new MaxDeliveryCountMetric, new LockUsedPercentMetric)
 
   def taskMetric(metricName: String, metricValue: Long): CustomTaskMetric = new CustomTaskMetric {
     override def name(): String = metricName
@@ -53,11 +55,12 @@ final class QueryTotals(spark: org.apache.spark.SparkContext) extends Serializab
   val released: LongAccumulator = spark.longAccumulator("kafka-share records released")
   val replayed: LongAccumulator = spark.longAccumulator("kafka-share records replayed")
   val dropped: LongAccumulator  = spark.longAccumulator("kafka-share redeliveries dropped")
+  val rejected: LongAccumulator = spark.longAccumulator("kafka-share records rejected")
 
   def asMetrics: Map[String, String] = {
     import ShareSourceMetrics._
     Map(s"${Acquired}Total" -> acquired.sum, s"${Accepted}Total" -> accepted.sum, s"${Released}Total" -> released.sum,
-      s"${Replayed}Total" -> replayed.sum, s"${Dropped}Total" -> dropped.sum).map { case (k, v) => k -> v.toString }
+      s"${Replayed}Total" -> replayed.sum, s"${Dropped}Total" -> dropped.sum, s"${Rejected}Total" -> rejected.sum).map { case (k, v) => k -> v.toString }
   }
 
   def inTransit: QueryTotalsInTransit = new QueryTotalsInTransit(this)
@@ -87,18 +90,18 @@ final class QueryTotalsInTransit(totals: QueryTotals) extends Serializable {
 }
 /** Counters of one read task. */
 final class TaskCounters {
-  var acquired, accepted, released, replayed, dropped, maxDeliveryCount, lockUsedPercent = 0L
+  var acquired, accepted, released, replayed, dropped, rejected, maxDeliveryCount, lockUsedPercent = 0L
 
   /** Adds this task's counts to the query totals, once, when the task's reader closes. */
   def addTo(totals: QueryTotals): Unit = {
     totals.acquired.add(acquired); totals.accepted.add(accepted); totals.released.add(released)
-    totals.replayed.add(replayed); totals.dropped.add(dropped)
+    totals.replayed.add(replayed); totals.dropped.add(dropped); totals.rejected.add(rejected)
   }
 
   def toTaskMetrics: Array[CustomTaskMetric] = {
     import ShareSourceMetrics._
     Array(taskMetric(Acquired, acquired), taskMetric(Accepted, accepted), taskMetric(Released, released),
-      taskMetric(Replayed, replayed), taskMetric(Dropped, dropped), taskMetric(MaxDeliveryCount, maxDeliveryCount),
+      taskMetric(Replayed, replayed), taskMetric(Rejected, rejected), taskMetric(Dropped, dropped), taskMetric(MaxDeliveryCount, maxDeliveryCount),
       taskMetric(LockUsedPercent, lockUsedPercent))
   }
 }

@@ -35,6 +35,20 @@ final class OffsetRanges private (val ranges: Vector[OffsetRange]) extends Seria
   def countWithin(from: Long, until: Long): Long =
     ranges.iterator.map(r => math.max(0L, math.min(r.last + 1, until) - math.max(r.first, from))).sum
 
+  /** The offsets of this set that are not in `other`. */
+  def minus(other: OffsetRanges): OffsetRanges = {
+    val out = Vector.newBuilder[OffsetRange]
+    ranges.foreach { r =>
+      var next = r.first
+      other.ranges.iterator.dropWhile(_.last < r.first).takeWhile(_.first <= r.last).foreach { cut =>
+        if (cut.first > next) out += OffsetRange(next, cut.first - 1)
+        next = math.max(next, cut.last + 1)
+      }
+      if (next <= r.last) out += OffsetRange(next, r.last)
+    }
+    new OffsetRanges(out.result())
+  }
+
   /** Drops offsets below `start` (records the group has already acknowledged for good). */
   def dropBelow(start: Long): OffsetRanges =
     new OffsetRanges(ranges.collect {

@@ -13,6 +13,11 @@ final case class TopicPartitionRanges(byPartition: Map[(String, Int), OffsetRang
       tp -> byPartition.getOrElse(tp, OffsetRanges.empty).union(other.byPartition.getOrElse(tp, OffsetRanges.empty))
     }.filter(!_._2.isEmpty).toMap)
 
+  def minus(other: TopicPartitionRanges): TopicPartitionRanges =
+    TopicPartitionRanges(byPartition.map { case (tp, r) =>
+      tp -> other.byPartition.get(tp).fold(r)(r.minus)
+    }.filter(!_._2.isEmpty))
+
   /** Keeps only offsets at or above each partition's start offset; partitions without one are kept whole. */
   def dropBelow(startOffsets: Map[(String, Int), Long]): TopicPartitionRanges =
     TopicPartitionRanges(byPartition.map { case (tp, r) =>

@@ -8,7 +8,7 @@ object OptionDeclarations {
   val GroupId              = "kafka.share.group.id"
   val Subscribe            = "subscribe"
   val SubscribePattern     = "subscribePattern"
-  val AcknowledgmentMode   = "kafka.share.acknowledgment.mode"
+  val AckMode              = "kafka.share.acknowledgment.mode"
   val Strategy             = "kafka.share.exactly.once.strategy"
   val Parallelism          = "kafka.share.parallelism"
   val LockTimeoutMs        = "kafka.share.lock.timeout.ms"
@@ -17,6 +17,9 @@ object OptionDeclarations {
   val StartingOffsetsKey   = "startingOffsets"
   val PollTimeoutMs        = "kafka.share.poll.timeout.ms"
   val FailOnDataLoss       = "failOnDataLoss"
+  val DefaultDecision      = "kafka.share.acknowledgment.default"
+  val MaxDeliveries        = "kafka.share.maxDeliveries"
+  val DeadLetterTopic      = "kafka.share.deadLetterTopic"
 
   val DefaultPollTimeoutMs = 2000L
 
@@ -25,7 +28,8 @@ object OptionDeclarations {
     OptionDeclaration(GroupId, "(required)", "The share group the query reads as. Other queries and consumers in the same group share its records."),
     OptionDeclaration(Subscribe, "", "Topics to read, comma-separated. Exactly one of subscribe and subscribePattern."),
     OptionDeclaration(SubscribePattern, "", "A Java regex matched against the cluster's topics, re-checked each batch, so new topics are picked up."),
-    OptionDeclaration(AcknowledgmentMode, "implicit", "implicit: the source acknowledges per the strategy. explicit is not available yet."),
+    OptionDeclaration(AckMode, "implicit", "implicit: the source acknowledges per the strategy. explicit: foreachBatch decides per record (ACCEPT, RELEASE, REJECT) with spark_kafka_share.acknowledge; applied after the batch commits."),
+    OptionDeclaration(DefaultDecision, "accept", "explicit mode: the decision for records of a committed batch that got none, accept or release."),
     OptionDeclaration(Strategy, "none", "none or idempotent (at least once), checkpoint-dedup or two-phase-commit (exactly once with an idempotent sink)."),
     OptionDeclaration(Parallelism, "spark.default.parallelism", "Share consumers (input partitions) per batch. May exceed the topics' partition count."),
     OptionDeclaration(LockTimeoutMs, "the group's share.record.lock.duration.ms", "The lock duration the source plans with; a batch that holds records longer is reported."),
@@ -34,6 +38,8 @@ object OptionDeclarations {
     OptionDeclaration(StartingOffsetsKey, "latest", "earliest or latest: sets the group's share.auto.offset.reset, only while the group has no state."),
     OptionDeclaration(PollTimeoutMs, DefaultPollTimeoutMs.toString, "How long a read task waits for its first record before it ends empty."),
     OptionDeclaration(FailOnDataLoss, "true", "Fail when a batch that must run again finds its records removed by retention."),
+    OptionDeclaration(MaxDeliveries, "(none)", "Poison records: the highest delivery count the source emits. A record delivered more often is REJECTed (after going to the dead-letter topic, if set). Keep it below the group's share.delivery.count.limit (5 by default), at which the broker drops records by itself."),
+    OptionDeclaration(DeadLetterTopic, "(none)", "With kafka.share.maxDeliveries: a topic that receives poison records before they are REJECTed, with headers naming their origin."),
     OptionDeclaration("kafka.*", "", "Any other Kafka client setting (security, fetch sizes), passed to the consumers.")
   )
 

@@ -21,6 +21,27 @@ object StartingOffsets {
   case object Latest   extends StartingOffsets("latest")
 }
 
+/** Who decides what happens to each record: the source (implicit) or the query's foreachBatch (explicit). */
+sealed trait AcknowledgmentMode
+object AcknowledgmentMode {
+  case object Implicit extends AcknowledgmentMode
+  /** Decisions from foreachBatch, applied after the batch commits; undecided records get `default`. */
+  final case class Explicit(default: Decision) extends AcknowledgmentMode
+}
+
+/** What a consumer does with a record it acquired. */
+sealed abstract class Decision(val name: String)
+object Decision {
+  case object Accept  extends Decision("accept")
+  case object Release extends Decision("release")
+  case object Reject  extends Decision("reject")
+  val all: Seq[Decision] = Seq(Accept, Release, Reject)
+  def parse(value: String): Option[Decision] = all.find(_.name.equalsIgnoreCase(value.trim))
+}
+
+/** Poison records: records delivered more than `maxDeliveries` times are not emitted but REJECTed. */
+final case class PoisonPolicy(maxDeliveries: Int, deadLetterTopic: Option[String])
+
 /**
  * The source's options, validated once. Every option is declared in [[OptionDeclarations]] with its
  * default and meaning; this class holds the typed values.
@@ -40,7 +61,13 @@ final case class ShareSourceOptions(
     startingOffsets: StartingOffsets,
     pollTimeoutMs: Long,
     failOnDataLoss: Boolean,
-    kafkaParams: Map[String, String])
+    kafkaParams: Map[String, String],
+    mode: AcknowledgmentMode = AcknowledgmentMode.Implicit,
+    poison: Option[PoisonPolicy] = None) {
+
+  /** Whether read tasks keep their records acquired until the batch commits (ACCEPT or decisions after commit). */
+  def holdsUntilCommit: Boolean = strategy.acceptsAfterCommit || mode != AcknowledgmentMode.Implicit
+}
 
 object ShareSourceOptions {
   import OptionDeclarations._
@@ -55,10 +82,20 @@ object ShareSourceOptions {
     val bootstrap = required(BootstrapServers, "broker1:9092,broker2:9092")
     val group     = required(GroupId, "orders-processing")
 
-    get(AcknowledgmentMode).map(_.toLowerCase(Locale.ROOT)).getOrElse("implicit") match {
+    val defaultDecision = get(DefaultDecision).map(v => enumValue(DefaultDecision, Some(v),
+      Seq("accept" -> (Decision.Accept: Decision), "release" -> Decision.Release), Decision.Accept))
+    val mode = get(AckMode).map(_.toLowerCase(Locale.ROOT)).getOrElse("implicit") match {
       case "implicit" =>
-      case "explicit" => throw ShareSourceErrors.explicitModeNotAvailable()
-      case other      => throw ShareSourceErrors.invalidValue(AcknowledgmentMode, other, "'implicit' or 'explicit'")
+        if (defaultDecision.nonEmpty) throw ShareSourceErrors.onlyWith(DefaultDecision, s"$AckMode=explicit")
+        AcknowledgmentMode.Implicit
+      case "explicit" => AcknowledgmentMode.Explicit(defaultDecision.getOrElse(Decision.Accept))
+      case other      => throw ShareSourceErrors.invalidValue(AckMode, other, "'implicit' or 'explicit'")
+    }
+    val maxDeliveries = get(MaxDeliveries).map(v => positiveLong(MaxDeliveries, v, max = 1000).toInt)
+    val deadLetter    = get(DeadLetterTopic).map { t =>
+      if (!t.matches("[a-zA-Z0-9._-]{1,249}")) throw ShareSourceErrors.invalidValue(DeadLetterTopic, t, "a Kafka topic name")
+      if (maxDeliveries.isEmpty) throw ShareSourceErrors.onlyWith(DeadLetterTopic, MaxDeliveries)
+      t
     }
 
     ShareSourceOptions(
@@ -74,7 +111,9 @@ object ShareSourceOptions {
         Seq("earliest" -> StartingOffsets.Earliest, "latest" -> StartingOffsets.Latest), StartingOffsets.Latest),
       pollTimeoutMs = get(PollTimeoutMs).map(v => positiveLong(PollTimeoutMs, v, max = 600000L)).getOrElse(DefaultPollTimeoutMs),
       failOnDataLoss = get(FailOnDataLoss).forall(v => boolean(FailOnDataLoss, v)),
-      kafkaParams = kafkaParams(lower)
+      kafkaParams = kafkaParams(lower),
+      mode = mode,
+      poison = maxDeliveries.map(PoisonPolicy(_, deadLetter))
     )
   }
 

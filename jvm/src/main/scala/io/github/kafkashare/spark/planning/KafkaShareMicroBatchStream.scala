@@ -4,10 +4,12 @@ import java.util
 
 import scala.jdk.CollectionConverters._
 
-import io.github.kafkashare.spark.consumer.ConsumerKey
+import io.github.kafkashare.spark.ack.ExplicitQueries
+import io.github.kafkashare.spark.consumer.{ConsumerKey, ShareConsumerPool}
+import io.github.kafkashare.spark.errors.ShareSourceErrors
 import io.github.kafkashare.spark.metrics.QueryTotals
 import io.github.kafkashare.spark.offsets._
-import io.github.kafkashare.spark.options.ShareSourceOptions
+import io.github.kafkashare.spark.options.{AcknowledgmentMode, ShareSourceOptions}
 import io.github.kafkashare.spark.reader.{KafkaShareInputPartition, KafkaShareReaderFactory}
 import org.apache.hadoop.fs.Path
 import org.apache.spark.internal.Logging
@@ -36,11 +38,13 @@ final class KafkaShareMicroBatchStream(
     parallelism: Int,
     lockDurationMs: Long,
     hadoopConf: SerializableHadoopConf,
-    totals: QueryTotals)
+    totals: QueryTotals,
+    explicit: Option[ExplicitQueries.Registration])
     extends MicroBatchStream with SupportsAdmissionControl with SupportsTriggerAvailableNow
     with ReportsSourceMetrics with Logging {
 
   private val acquisitions   = new AcquisitionLog(checkpointDir, hadoopConf)
+  private val decisions      = new DecisionLog(checkpointDir, hadoopConf)
   private val commitLogDir   = new Path(new Path(checkpointDir).getParent.getParent, "commits")
   private var topics         = cluster.resolveTopics()
   private var plannedEnds    = Map.empty[(String, Int), Long]
@@ -67,13 +71,15 @@ final class KafkaShareMicroBatchStream(
       entries.flatMap(_.runs).map(_.deliveryCount).maxOption.getOrElse(0))
     if (lastBatchStats.records > 0) probeWaitMs = lockDurationMs
     val batchMs = (System.nanoTime - plannedAt) / 1000000L
-    if (options.strategy.acceptsAfterCommit && start.batch >= 0 && batchMs > lockDurationMs * 0.8)
+    if (options.holdsUntilCommit && start.batch >= 0 && batchMs > lockDurationMs * 0.8)
       logWarning(s"kafka-share: batch ${start.batch} took $batchMs ms, more than 80% of the lock duration " +
-        s"($lockDurationMs ms) that two-phase-commit holds records for. Raise the group's share.record.lock.duration.ms " +
-        "or make batches smaller (maxRecordsPerTrigger)")
+        s"($lockDurationMs ms) for which ${holder} holds records. Raise the group's share.record.lock.duration.ms " +
+        "(docs/operations.md) or make batches smaller (maxRecordsPerTrigger)")
 
     val startOffsets = cluster.groupStartOffsets()
-    val pinned       = entries.foldLeft(start.pinned)((acc, e) => acc.union(e.offsets)).dropBelow(startOffsets)
+    // Records that foreachBatch RELEASEd come back and must be emitted again: not pinned any more.
+    val released     = if (explicit.nonEmpty && start.batch >= 0) decisions.released(start.batch) else TopicPartitionRanges.empty
+    val pinned       = entries.foldLeft(start.pinned)((acc, e) => acc.union(e.offsets)).minus(released).dropBelow(startOffsets)
     topics = cluster.resolveTopics()
     val ends = cluster.endOffsets(topics)
 
@@ -96,10 +102,17 @@ final class KafkaShareMicroBatchStream(
     ShareSourceOffset(start.batch + 1, parallelism, pinned)
   }
 
+  // Idle consumers are closed after half a lock duration: what they fetched ahead is locked to them
+  // until then, and after a whole lock duration it would be stale anyway.
+  private val consumerKey = ConsumerKey(options.groupId, options.kafkaParams, lockDurationMs / 2)
+
+  private def holder = if (explicit.nonEmpty) "explicit acknowledgement" else "two-phase-commit"
+
   override def planInputPartitions(start: Offset, end: Offset): Array[InputPartition] = {
     val batchEnd = end.asInstanceOf[ShareSourceOffset]
+    explicit.foreach { r => r.runningTasks = batchEnd.tasks; r.runningBatch = batchEnd.batch }
     val perTask  = options.maxRecordsPerTrigger.map(m => math.max(1L, (m + batchEnd.tasks - 1) / batchEnd.tasks))
-    val key      = ConsumerKey(options.groupId, options.kafkaParams)
+    val key      = consumerKey
     val totalsOut = totals.inTransit
     (0 until batchEnd.tasks).map { task =>
       KafkaShareInputPartition(
@@ -117,7 +130,14 @@ final class KafkaShareMicroBatchStream(
         log = acquisitions,
         commitFile = new Path(commitLogDir, batchEnd.batch.toString).toString,
         hadoopConf = hadoopConf,
-        totals = totalsOut): InputPartition
+        totals = totalsOut,
+        holdUntilCommit = options.holdsUntilCommit,
+        explicitDefault = options.mode match {
+          case AcknowledgmentMode.Explicit(default) => Some(default)
+          case AcknowledgmentMode.Implicit          => None
+        },
+        decisions = decisions,
+        poison = options.poison): InputPartition
     }.toArray
   }
 
@@ -127,6 +147,7 @@ final class KafkaShareMicroBatchStream(
     // Spark keeps the offset log of the last minBatchesToRetain batches; older batches never re-run.
     val retained = SparkSession.active.conf.get("spark.sql.streaming.minBatchesToRetain", "100").toLong
     acquisitions.purgeBefore(end.asInstanceOf[ShareSourceOffset].batch - retained)
+    decisions.purgeBefore(end.asInstanceOf[ShareSourceOffset].batch - retained)
   }
 
   override def metrics(latestConsumedOffset: util.Optional[Offset]): util.Map[String, String] = {
@@ -141,7 +162,11 @@ final class KafkaShareMicroBatchStream(
     ) ++ totals.asMetrics).asJava
   }
 
-  override def stop(): Unit = cluster.close()
+  override def stop(): Unit = {
+    explicit.foreach(ExplicitQueries.unregister)
+    ShareConsumerPool.closeIdle(consumerKey) // promise 7, where the driver runs the read tasks too
+    cluster.close()
+  }
 
   override def toString: String = s"KafkaShareMicroBatchStream[${options.groupId}]"
 }
@@ -165,9 +190,22 @@ object KafkaShareMicroBatchStream extends Logging {
       val parallelism    = options.parallelism.getOrElse(spark.sparkContext.defaultParallelism)
       val hadoopConf     = new SerializableHadoopConf(spark.sparkContext.hadoopConfiguration)
       logInfo(s"kafka-share: group '${options.groupId}', ${KafkaShareTable.describe(options.subscription)}, " +
-        s"strategy ${options.strategy.name}, $parallelism consumers per batch, lock duration $lockDurationMs ms")
+        s"strategy ${options.strategy.name}, $parallelism consumers per batch, lock duration $lockDurationMs ms" +
+        options.poison.fold("")(p => s", records delivered more than ${p.maxDeliveries} times rejected" +
+          p.deadLetterTopic.fold("")(t => s" via '$t'")))
+      val explicit = options.mode match {
+        case AcknowledgmentMode.Implicit => None
+        case AcknowledgmentMode.Explicit(_) =>
+          QuerySink.ofCurrentQuery(spark).filterNot(_ == "ForeachBatchSink").foreach { sink =>
+            throw ShareSourceErrors.explicitModeNeedsForeachBatch(sink)
+          }
+          val registration = new ExplicitQueries.Registration(options.groupId,
+            new AcquisitionLog(checkpointDir, hadoopConf), new DecisionLog(checkpointDir, hadoopConf))
+          ExplicitQueries.register(registration)
+          Some(registration)
+      }
       new KafkaShareMicroBatchStream(options, checkpointDir, cluster, parallelism, lockDurationMs, hadoopConf,
-        new QueryTotals(spark.sparkContext))
+        new QueryTotals(spark.sparkContext), explicit)
     } catch {
       case e: Throwable => cluster.close(); throw e
     }

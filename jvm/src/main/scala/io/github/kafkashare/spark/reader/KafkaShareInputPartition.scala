@@ -2,8 +2,8 @@ package io.github.kafkashare.spark.reader
 
 import io.github.kafkashare.spark.consumer.ConsumerKey
 import io.github.kafkashare.spark.metrics.QueryTotalsInTransit
-import io.github.kafkashare.spark.offsets.{AcquisitionLog, SerializableHadoopConf, TopicPartitionRanges}
-import io.github.kafkashare.spark.options.ExactlyOnceStrategy
+import io.github.kafkashare.spark.offsets.{AcquisitionLog, DecisionLog, SerializableHadoopConf, TopicPartitionRanges}
+import io.github.kafkashare.spark.options.{Decision, ExactlyOnceStrategy, PoisonPolicy}
 import org.apache.spark.sql.connector.read.InputPartition
 
 /**
@@ -13,6 +13,8 @@ import org.apache.spark.sql.connector.read.InputPartition
  * @param pinned      records pinned to earlier batches; an exactly-once strategy drops their redeliveries
  * @param maxRecords  this task's share of maxRecordsPerTrigger
  * @param commitFile  Spark's commit log file of this batch (two-phase commit waits for it)
+ * @param holdUntilCommit  keep the records acquired until the batch commits (two-phase commit, explicit mode)
+ * @param explicitDefault  explicit mode: the decision for records foreachBatch did not decide on
  */
 final case class KafkaShareInputPartition(
     batch: Long,
@@ -29,7 +31,11 @@ final case class KafkaShareInputPartition(
     log: AcquisitionLog,
     commitFile: String,
     hadoopConf: SerializableHadoopConf,
-    totals: QueryTotalsInTransit) extends InputPartition {
+    totals: QueryTotalsInTransit,
+    holdUntilCommit: Boolean,
+    explicitDefault: Option[Decision],
+    decisions: DecisionLog,
+    poison: Option[PoisonPolicy]) extends InputPartition {
 
   // Client settings can hold secrets: never print them.
   override def toString: String = s"KafkaShareInputPartition(batch $batch, task $task, topics ${topics.mkString(",")})"

@@ -31,8 +31,11 @@ final class KafkaSharePartitionReader(partition: KafkaShareInputPartition)
 
   private val counters = new TaskCounters
   private val totals   = partition.totals.open() // here, inside the task, so that the task's updates count
-  // Two-phase commit ACCEPTs after the task that acquired has ended; the next task here reports them.
-  counters.accepted += CommitWatcher.takeAcceptedCount(partition.consumerKey.groupId)
+  // Held batches are acknowledged after the task that acquired them ended; the next task here reports it.
+  locally {
+    val late = CommitWatcher.takeCounts(partition.consumerKey.groupId)
+    counters.accepted += late.accepted; counters.released += late.released; counters.rejected += late.rejected
+  }
   private lazy val rows: Iterator[InternalRow] = {
     val records = partition.log.read(partition.batch, partition.task) match {
       case Some(entry) => replay(entry)
@@ -66,9 +69,14 @@ final class KafkaSharePartitionReader(partition: KafkaShareInputPartition)
       counters.acquired += polled.size
       polled.foreach(r => counters.maxDeliveryCount = math.max(counters.maxDeliveryCount, RecordRows.deliveryCountOf(r)))
 
-      val (redelivered, fresh) =
+      val (redelivered, unpinned) =
         if (partition.strategy.dropsRedeliveries) polled.partition(r => partition.pinned.contains(r.topic, r.partition, r.offset))
         else (Seq.empty[Record], polled)
+      val (poison, fresh) = partition.poison match {
+        case Some(policy) => unpinned.partition(r => RecordRows.deliveryCountOf(r) > policy.maxDeliveries)
+        case None         => (Seq.empty[Record], unpinned)
+      }
+      rejectPoison(consumer, poison)
       // A poll may return more than asked (max.poll.records is a soft limit): the rest goes back to the group.
       val (kept, overLimit) = fresh.splitAt(partition.maxRecords)
 
@@ -86,11 +94,12 @@ final class KafkaSharePartitionReader(partition: KafkaShareInputPartition)
         counters.released += kept.size
         finish(consumer, polledAt)
         replay(winner)
-      } else if (partition.strategy.acceptsAfterCommit && kept.nonEmpty) {
-        consumer.commit() // the dropped and the over-limit records; the kept ones stay held
+      } else if (partition.holdUntilCommit && kept.nonEmpty) {
+        consumer.commit() // the dropped, poison and over-limit records; the kept ones stay held
         counters.lockUsedPercent = lockUsedPercent(polledAt)
         CommitWatcher.holdUntilCommitted(consumer, new Path(partition.commitFile), partition.hadoopConf,
-          (partition.lockDurationMs * 0.8).toLong)
+          (partition.lockDurationMs * 0.8).toLong,
+          partition.explicitDefault.map(CommitWatcher.ExplicitDecisions(partition.decisions, partition.batch, _)))
         kept.map(r => r -> RecordRows.deliveryCountOf(r))
       } else {
         consumer.acknowledge(kept, AcknowledgeType.ACCEPT)
@@ -111,6 +120,20 @@ final class KafkaSharePartitionReader(partition: KafkaShareInputPartition)
         }
         throw e
     }
+  }
+
+  /**
+   * Records delivered more often than kafka.share.maxDeliveries: to the dead-letter topic (confirmed),
+   * then REJECTed, never emitted. The REJECT goes out with the task's next commit.
+   */
+  private def rejectPoison(consumer: PooledShareConsumer, poison: Seq[Record]): Unit = if (poison.nonEmpty) {
+    val policy = partition.poison.get
+    policy.deadLetterTopic.foreach(DeadLetters.send(poison, _, partition.consumerKey.groupId, partition.consumerKey.params))
+    consumer.acknowledge(poison, AcknowledgeType.REJECT)
+    counters.rejected += poison.size
+    logWarning(s"kafka-share: ${poison.size} record(s) delivered more than ${policy.maxDeliveries} times rejected" +
+      policy.deadLetterTopic.fold("")(t => s" after writing them to '$t'") + ": " +
+      poison.take(5).map(r => s"${r.topic}-${r.partition}@${r.offset}").mkString(", "))
   }
 
   private def finish(consumer: PooledShareConsumer, polledAt: Long): Unit = {

@@ -23,6 +23,21 @@ class OffsetRangesSuite extends AnyFunSuite {
     assert(a.union(b).ranges == Vector(OffsetRange(0, 15), OffsetRange(30, 50)))
   }
 
+  test("minus removes offsets, splitting ranges, and agrees with a set difference") {
+    val r = OffsetRanges(Seq(OffsetRange(0, 9), OffsetRange(20, 29)))
+    val cut = OffsetRanges.ofOffsets(Seq(0L, 5, 6, 9, 15, 25, 40))
+    assert(r.minus(cut).ranges == Vector(OffsetRange(1, 4), OffsetRange(7, 8), OffsetRange(20, 24), OffsetRange(26, 29)))
+    assert(r.minus(OffsetRanges.empty) == r && OffsetRanges.empty.minus(r).isEmpty && r.minus(r).isEmpty)
+    val random = new scala.util.Random(7)
+    (1 to 50).foreach { _ =>
+      val a = Seq.fill(40)(random.nextInt(100).toLong).toSet
+      val b = Seq.fill(40)(random.nextInt(100).toLong).toSet
+      assert(OffsetRanges.ofOffsets(a).minus(OffsetRanges.ofOffsets(b)) == OffsetRanges.ofOffsets(a -- b))
+    }
+    val tp = TopicPartitionRanges(Map(("t", 0) -> r, ("t", 1) -> OffsetRanges.ofOffsets(Seq(3L))))
+    assert(tp.minus(TopicPartitionRanges(Map(("t", 1) -> OffsetRanges.ofOffsets(Seq(3L))))) == TopicPartitionRanges(Map(("t", 0) -> r)))
+  }
+
   test("dropBelow trims at the start offset") {
     val r = OffsetRanges(Seq(OffsetRange(0, 9), OffsetRange(20, 29)))
     assert(r.dropBelow(5).ranges == Vector(OffsetRange(5, 9), OffsetRange(20, 29)))

@@ -15,7 +15,7 @@ class OptionsDocSuite extends AnyFunSuite {
   test("every option the parser reads is declared") {
     val declared = OptionDeclarations.all.map(_.key).toSet
     Seq(OptionDeclarations.BootstrapServers, OptionDeclarations.GroupId, OptionDeclarations.Subscribe,
-      OptionDeclarations.SubscribePattern, OptionDeclarations.AcknowledgmentMode, OptionDeclarations.Strategy,
+      OptionDeclarations.SubscribePattern, OptionDeclarations.AckMode, OptionDeclarations.Strategy,
       OptionDeclarations.Parallelism, OptionDeclarations.LockTimeoutMs, OptionDeclarations.IncludeHeaders,
       OptionDeclarations.MaxRecordsPerTrigger, OptionDeclarations.StartingOffsetsKey, OptionDeclarations.PollTimeoutMs,
       OptionDeclarations.FailOnDataLoss).foreach(k => assert(declared.contains(k), k))

@@ -66,8 +66,28 @@ class ShareSourceOptionsSuite extends AnyFunSuite {
     }
   }
 
-  test("explicit acknowledgement is refused until it exists") {
-    assert(failure(required + ("kafka.share.acknowledgment.mode" -> "explicit")).contains("not available in this version"))
+  test("explicit acknowledgement: a default decision, and records held until the batch commits") {
+    val o = ShareSourceOptions.parse(required + ("kafka.share.acknowledgment.mode" -> "Explicit"))
+    assert(o.mode == AcknowledgmentMode.Explicit(Decision.Accept) && o.holdsUntilCommit)
+    val r = ShareSourceOptions.parse(required ++ Map("kafka.share.acknowledgment.mode" -> "explicit",
+      "kafka.share.acknowledgment.default" -> "RELEASE"))
+    assert(r.mode == AcknowledgmentMode.Explicit(Decision.Release))
+    assert(!ShareSourceOptions.parse(required).holdsUntilCommit)
+    assert(failure(required + ("kafka.share.acknowledgment.default" -> "release"))
+      .contains("'kafka.share.acknowledgment.default' applies only with 'kafka.share.acknowledgment.mode=explicit'"))
+    assert(failure(required ++ Map("kafka.share.acknowledgment.mode" -> "explicit", "kafka.share.acknowledgment.default" -> "reject"))
+      .contains("one of 'accept', 'release'"))
+  }
+
+  test("poison records: the highest delivery count, and a dead-letter topic only with it") {
+    val o = ShareSourceOptions.parse(required ++ Map("kafka.share.maxDeliveries" -> "3", "kafka.share.deadLetterTopic" -> "dlt.orders"))
+    assert(o.poison.contains(PoisonPolicy(3, Some("dlt.orders"))))
+    assert(ShareSourceOptions.parse(required).poison.isEmpty)
+    assert(failure(required + ("kafka.share.deadLetterTopic" -> "dlt"))
+      .contains("'kafka.share.deadLetterTopic' applies only with 'kafka.share.maxDeliveries'"))
+    assert(failure(required ++ Map("kafka.share.maxDeliveries" -> "2", "kafka.share.deadLetterTopic" -> "bad topic"))
+      .contains("expected a Kafka topic name"))
+    assert(failure(required + ("kafka.share.maxDeliveries" -> "0")).contains("a whole number between 1 and 1000"))
   }
 
   test("client settings a share consumer rejects are refused with the alternative") {

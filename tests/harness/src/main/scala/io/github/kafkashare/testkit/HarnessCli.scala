@@ -13,6 +13,7 @@ import java.nio.file.Paths
  *   produce <bootstrap> <topic> <count> [valueBytes]
  *   share-consume <bootstrap> <group> <topic> <expected> [timeoutMs]   prints the count received
  *   group-state <bootstrap> <group>   prints the share group's state as JSON
+ *   read-topic <bootstrap> <topic>    prints every record (key, headers) as JSON lines
  * }}}
  * Needs -Dkafkashare.root=<project root> for the broker class paths.
  */
@@ -46,6 +47,7 @@ object HarnessCli {
     case "share-consume" :: bootstrap :: group :: topic :: expected :: rest =>
       val records = new KafkaTestOps(bootstrap).shareConsume(group, Seq(topic), expected.toInt, rest.headOption.map(_.toLong).getOrElse(60000L))
       println(records.size)
+    case List("read-topic", bootstrap, topic) => new KafkaTestOps(bootstrap).readTopic(topic).foreach(println)
     case List("group-state", bootstrap, group) => println(new KafkaTestOps(bootstrap).shareGroupState(group).toJson)
     case _ => throw new IllegalArgumentException(s"unknown command: ${args.mkString(" ")}\nsee HarnessCli's scaladoc for usage")
   }

@@ -8,7 +8,7 @@ import scala.collection.mutable
 import scala.jdk.CollectionConverters._
 
 import org.apache.kafka.clients.admin.{AlterConfigOp, ConfigEntry, ListShareGroupOffsetsSpec, NewTopic}
-import org.apache.kafka.clients.consumer.{ConsumerConfig, KafkaShareConsumer}
+import org.apache.kafka.clients.consumer.{ConsumerConfig, KafkaConsumer, KafkaShareConsumer}
 import org.apache.kafka.clients.producer.{KafkaProducer, ProducerConfig, ProducerRecord}
 import org.apache.kafka.common.TopicPartition
 import org.apache.kafka.common.config.ConfigResource
@@ -107,6 +107,28 @@ final class KafkaTestOps(bootstrapServers: String) {
       val deliveryCount = if (r.deliveryCount.isPresent) r.deliveryCount.get.toInt else -1
       ReceivedRecord(r.topic, r.partition, r.offset, new String(r.key, "UTF-8"), deliveryCount)
     }
+
+  /** Every record of `topic` (a plain consumer, from the beginning to the end offsets), as JSON lines: key and headers. */
+  def readTopic(topic: String): Seq[String] = {
+    val props = new Properties
+    props.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrapServers)
+    val consumer = new KafkaConsumer[Array[Byte], Array[Byte]](props, new ByteArrayDeserializer, new ByteArrayDeserializer)
+    try {
+      val partitions = consumer.partitionsFor(topic, Duration.ofSeconds(30)).asScala.map(p => new TopicPartition(topic, p.partition)).asJava
+      consumer.assign(partitions)
+      consumer.seekToBeginning(partitions)
+      val ends     = consumer.endOffsets(partitions).asScala
+      val lines    = mutable.ArrayBuffer.empty[String]
+      val deadline = System.nanoTime + TimeUnit.SECONDS.toNanos(30)
+      while (ends.exists { case (tp, end) => consumer.position(tp) < end } && System.nanoTime < deadline)
+        consumer.poll(Duration.ofMillis(500)).asScala.foreach { r =>
+          def quote(s: String) = "\"" + s.replace("\\", "\\\\").replace("\"", "\\\"") + "\""
+          val headers = r.headers.asScala.map(h => s"${quote(h.key)}:${quote(new String(h.value, "UTF-8"))}").mkString(",")
+          lines += s"""{"key":${quote(new String(r.key, "UTF-8"))},"headers":{$headers}}"""
+        }
+      lines.toSeq
+    } finally consumer.close()
+  }
 
   /**
    * Members and per-partition start offsets, as Admin reports them. The start offset the broker

@@ -1,0 +1,113 @@
+package io.github.kafkashare.spark.offsets
+
+import java.io.FileNotFoundException
+import java.nio.charset.StandardCharsets.UTF_8
+import java.util.UUID
+
+import io.github.kafkashare.spark.errors.ShareSourceErrors
+import io.github.kafkashare.spark.options.Decision
+import org.apache.hadoop.fs.{CreateFlag, FileContext, Options, Path}
+
+/**
+ * Explicit mode: the decisions foreachBatch gave for the records of a batch, under the source's
+ * checkpoint directory: `decisions/<batch>/<file>` written by the tasks of an acknowledge call, and
+ * `decisions/<batch>/_manifest` naming the files of the call that counts (the last one: a batch that
+ * runs again after a failure decides again) and the records it RELEASEd, as offset ranges.
+ *
+ * A data file: the line `kafka-share decisions v1`, then `<a|r|j> <topic> <partition> <offset>` per
+ * record (accept, release, reject). Topic names have no spaces.
+ */
+final class DecisionLog(checkpointDir: String, hadoopConf: SerializableHadoopConf) extends Serializable {
+  import DecisionLog._
+
+  @transient private lazy val root = new Path(checkpointDir, "decisions")
+  @transient private lazy val fc   = FileContext.getFileContext(root.toUri, hadoopConf.value)
+
+  private def batchDir(batch: Long) = new Path(root, batch.toString)
+
+  /** Writes one task's decisions; returns the file name for the manifest. */
+  def writeFile(batch: Long, name: String, decisions: Iterator[(Decision, String, Int, Long)]): String = {
+    val text = new StringBuilder(DataHeader).append('\n')
+    decisions.foreach { case (d, t, p, o) => text.append(codes(d)).append(' ').append(t).append(' ').append(p).append(' ').append(o).append('\n') }
+    writeAtomically(new Path(batchDir(batch), name), text.toString, overwrite = false)
+    name
+  }
+
+  /** Makes these files the batch's decisions, replacing an earlier call's. */
+  def writeManifest(batch: Long, files: Seq[String], released: TopicPartitionRanges): Unit = {
+    val text = new StringBuilder(ManifestHeader).append('\n')
+    files.foreach(f => text.append("file ").append(f).append('\n'))
+    released.byPartition.toSeq.sortBy(_._1).foreach { case ((t, p), ranges) =>
+      ranges.ranges.foreach(r => text.append(s"released $t $p ${r.first} ${r.last}\n"))
+    }
+    writeAtomically(new Path(batchDir(batch), ManifestName), text.toString, overwrite = true)
+  }
+
+  /** The batch's decisions, or None when foreachBatch gave none. */
+  def decisions(batch: Long): Option[Map[(String, Int, Long), Decision]] =
+    manifest(batch).map { case (files, _) =>
+      files.iterator.flatMap { name =>
+        val path = new Path(batchDir(batch), name)
+        val lines = readText(path).getOrElse(throw ShareSourceErrors.corruptLog(path.toString, "named by the manifest, missing")).split('\n')
+        if (lines.headOption.forall(_ != DataHeader)) throw ShareSourceErrors.corruptLog(path.toString, s"expected '$DataHeader' first")
+        lines.iterator.drop(1).filter(_.nonEmpty).map { line =>
+          line.split(' ') match {
+            case Array(code, t, p, o) if decodes.contains(code) && p.toIntOption.nonEmpty && o.toLongOption.nonEmpty =>
+              (t, p.toInt, o.toLong) -> decodes(code)
+            case _ => throw ShareSourceErrors.corruptLog(path.toString, s"cannot read the line '$line'")
+          }
+        }
+      }.toMap
+    }
+
+  /** The records the batch's decisions RELEASEd (they come back and must be emitted again). */
+  def released(batch: Long): TopicPartitionRanges = manifest(batch).map(_._2).getOrElse(TopicPartitionRanges.empty)
+
+  def purgeBefore(batch: Long): Unit =
+    try {
+      val it = fc.listStatus(root)
+      while (it.hasNext) {
+        val status = it.next()
+        status.getPath.getName.toLongOption.filter(_ < batch).foreach(_ => fc.delete(status.getPath, true))
+      }
+    } catch { case _: FileNotFoundException => }
+
+  private def manifest(batch: Long): Option[(Seq[String], TopicPartitionRanges)] = {
+    val path = new Path(batchDir(batch), ManifestName)
+    readText(path).map { text =>
+      val lines = text.split('\n').toSeq
+      if (lines.headOption.forall(_ != ManifestHeader)) throw ShareSourceErrors.corruptLog(path.toString, s"expected '$ManifestHeader' first")
+      val files = lines.collect { case l if l.startsWith("file ") => l.stripPrefix("file ") }
+      val released = lines.collect { case l if l.startsWith("released ") =>
+        l.split(' ') match {
+          case Array(_, t, p, first, last) => (t, p.toInt) -> OffsetRanges(Seq(OffsetRange(first.toLong, last.toLong)))
+          case _                           => throw ShareSourceErrors.corruptLog(path.toString, s"cannot read the line '$l'")
+        }
+      }
+      files -> released.foldLeft(TopicPartitionRanges.empty)((acc, e) => acc.union(TopicPartitionRanges(Map(e))))
+    }
+  }
+
+  private def readText(path: Path): Option[String] =
+    try {
+      val in = fc.open(path)
+      try Some(new String(in.readAllBytes(), UTF_8)) finally in.close()
+    } catch { case _: FileNotFoundException => None }
+
+  private def writeAtomically(path: Path, text: String, overwrite: Boolean): Unit = {
+    fc.mkdir(path.getParent, null, true)
+    val temp = new Path(path.getParent, s".${path.getName}.${UUID.randomUUID()}.tmp")
+    val out  = fc.create(temp, java.util.EnumSet.of(CreateFlag.CREATE), Options.CreateOpts.createParent())
+    try out.write(text.getBytes(UTF_8)) finally out.close()
+    fc.rename(temp, path, if (overwrite) Options.Rename.OVERWRITE else Options.Rename.NONE)
+  }
+}
+
+object DecisionLog {
+  val DataHeader     = "kafka-share decisions v1"
+  val ManifestHeader = "kafka-share decision manifest v1"
+  val ManifestName   = "_manifest"
+
+  private val codes: Map[Decision, String]   = Map(Decision.Accept -> "a", Decision.Release -> "r", Decision.Reject -> "j")
+  private val decodes: Map[String, Decision] = codes.map(_.swap)
+}

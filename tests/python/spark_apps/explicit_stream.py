@@ -1,0 +1,142 @@
+"""A kafka-share query in explicit acknowledgement mode whose foreachBatch decides per record.
+
+Usage: explicit_stream.py '<json config>'. Prints one JSON line with what happened.
+
+Config keys: bootstrap, topic, group, checkpoint, sink, scenario, timeout_s, options (extra source
+options), marker (a file that makes the "fail-once" failure happen once).
+
+Records carry keys "0".."N-1". The sink gets the records foreachBatch ACCEPTs (as a user would write
+what it processed); <sink>-seen gets every row the query was given, with its delivery count.
+Scenarios:
+  decisions  key % 3 == 0: reject; == 1: release on the first delivery, accept on the next;
+             == 2: no decision (the default applies). Ends when every accepted key landed.
+  poison     key "7" fails every time (released); every other key is accepted. Ends when every
+             other key landed and the source reports a rejected record.
+  fail-once  accept everything, but the first batch with records fails after deciding; the query is
+             started again. Ends when every key landed.
+  bad-decisions  the first batch with records tries an unknown decision and a record of no batch;
+             reports both errors, then accepts everything.
+"""
+
+import json
+import sys
+import time
+from pathlib import Path
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+import spark_kafka_share
+
+config = json.loads(sys.argv[1])
+scenario = config["scenario"]
+sink, seen = config["sink"], config["sink"] + "-seen"
+marker = Path(config.get("marker") or "/nonexistent")
+spark = (spark_kafka_share.configure(SparkSession.builder).master("local[2,4]")
+         .config("spark.sql.shuffle.partitions", "2").config("spark.ui.enabled", "false").getOrCreate())
+spark.sparkContext.setLogLevel("ERROR")
+_log4j = spark._jvm.org.apache.logging.log4j  # type: ignore[union-attr]
+_log4j.core.config.Configurator.setLevel("io.github.kafkashare.spark", _log4j.Level.INFO)
+result: dict[str, object] = {"errors": {}}
+
+
+def decide(rows: DataFrame) -> DataFrame:
+    """The decision column of each scenario (null: no decision)."""
+    n = F.col("key").cast("string").cast("int")
+    if scenario == "decisions":
+        return rows.withColumn("decision", F.when(n % 3 == 0, "reject")
+                               .when((n % 3 == 1) & (F.col("deliveryCount") == 1), "release")
+                               .when(n % 3 == 1, "accept"))
+    if scenario == "poison":
+        return rows.withColumn("decision", F.when(n == 7, "release").otherwise("accept"))
+    return rows.withColumn("decision", F.lit("accept"))
+
+
+def process(batch: DataFrame, batch_id: int) -> None:
+    rows = batch.select("key", "topic", "partition", "offset", "deliveryCount").cache()
+    if rows.isEmpty():
+        return
+    decided = decide(rows)
+    decided.select(F.col("key").cast("string").alias("k"), "deliveryCount", "decision") \
+        .write.mode("overwrite").parquet(f"{seen}/batch={batch_id}")
+    # Undecided records get the default (accept): they are processed too.
+    decided.where(F.col("decision").isNull() | (F.col("decision") == "accept")) \
+        .select(F.col("key").cast("string").alias("k"), "partition", "offset", "deliveryCount") \
+        .write.mode("overwrite").parquet(f"{sink}/batch={batch_id}")
+    if scenario == "bad-decisions" and not result["errors"]:
+        for name, bad in (("unknown", decided.withColumn("decision", F.lit("maybe"))),
+                          ("not in batch", decided.withColumn("offset", F.col("offset") + 1_000_000))):
+            try:
+                spark_kafka_share.acknowledge(bad, batch_id, config["group"])
+            except Exception as e:  # noqa: BLE001 - the message is what the test checks
+                result["errors"][name] = str(e)  # type: ignore[index]
+    spark_kafka_share.acknowledge(decided.where(F.col("decision").isNotNull()), batch_id, config["group"])
+    if scenario == "fail-once" and not marker.exists():
+        marker.touch()
+        raise RuntimeError("injected: the batch fails after its decisions were given")
+
+
+def start_query():  # type: ignore[no-untyped-def]
+    reader = (spark.readStream.format("kafka-share")
+              .options(**spark_kafka_share.KafkaShareOptions(
+                  bootstrap_servers=config["bootstrap"], group_id=config["group"], subscribe=[config["topic"]],
+                  starting_offsets="earliest", acknowledgment_mode="explicit", parallelism=2,
+                  strategy=config.get("strategy", "two-phase-commit")).to_dict()))
+    for k, v in (config.get("options") or {}).items():
+        reader = reader.option(k, str(v))
+    return (reader.load().writeStream.foreachBatch(process).option("checkpointLocation", config["checkpoint"])
+            .trigger(processingTime="200 milliseconds").start())
+
+
+def keys(path: str) -> list[str]:
+    try:
+        return [r["k"] for r in spark.read.parquet(path).select("k").collect()]
+    except Exception:  # noqa: BLE001 - nothing written yet
+        return []
+
+
+def every_batch_committed() -> bool:
+    """The checkpoint's commit log has every batch its offset log has."""
+    def ids(folder: str) -> set[str]:
+        path = Path(config["checkpoint"], folder)
+        return {f.name for f in path.iterdir() if f.name.isdigit()} if path.exists() else set()
+    offsets = ids("offsets")
+    return bool(offsets) and offsets <= ids("commits")
+
+
+def done(expected: set[str], landed: list[str]) -> bool:
+    if not expected <= set(landed):
+        return False
+    if scenario == "fail-once":
+        # The failed batch wrote the sink before it failed: done only once it ran again and committed.
+        return restarts >= 1 and every_batch_committed()
+    if scenario == "poison":
+        progress = query.lastProgress
+        return bool(progress) and int(progress["sources"][0]["metrics"].get("recordsRejectedTotal", "0")) > 0
+    return True
+
+
+total = int(config["records"])
+expected = {str(k) for k in range(total) if scenario != "decisions" or k % 3 != 0}
+if scenario == "poison":
+    expected.discard("7")
+query = start_query()
+restarts = 0
+deadline = time.time() + float(config.get("timeout_s", 150))
+while time.time() < deadline and not done(expected, keys(sink)):
+    if not query.isActive:
+        restarts += 1
+        query = start_query()
+    time.sleep(1)
+time.sleep(1)  # the held records of the last batch are acknowledged right after its commit
+metrics = query.lastProgress["sources"][0]["metrics"] if query.lastProgress else {}
+query.stop()
+
+landed = keys(sink)
+seen_rows = spark.read.parquet(seen).collect() if Path(seen).exists() else []
+result.update({
+    "landed": landed, "restarts": restarts, "metrics": metrics,
+    "seen": [[r["k"], r["deliveryCount"], r["decision"]] for r in seen_rows],
+})
+print(json.dumps(result))
+spark.stop()

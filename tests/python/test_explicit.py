@@ -1,0 +1,108 @@
+"""Explicit acknowledgement and poison records, against a real broker and real Spark.
+
+Each test runs spark_apps/explicit_stream.py, whose foreachBatch decides per record with
+spark_kafka_share.acknowledge, then checks what the broker did with the decisions.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+from typing import Callable
+
+import pytest
+
+from conftest import record_delivery_counts, run_spark
+from harness import Broker
+from test_delivery import NEWEST
+
+pytestmark = pytest.mark.parametrize("broker", [NEWEST], indirect=True, ids=[f"kafka-{NEWEST}"])
+
+
+def run(broker: Broker, fresh_name: Callable[[str], str], tmp: Path, scenario: str, records: int,
+        **config: object) -> tuple[str, str, dict[str, object]]:
+    topic, group = fresh_name("explicit"), fresh_name("explicit-group")
+    broker.create_topic(topic, 2)
+    broker.group_config(group, {"share.record.lock.duration.ms": "15000"})
+    broker.produce(topic, records)
+    result = run_spark("explicit_stream.py", json.dumps({
+        "bootstrap": broker.bootstrap, "topic": topic, "group": group, "scenario": scenario, "records": records,
+        "checkpoint": str(tmp / "checkpoint"), "sink": str(tmp / "sink"), "marker": str(tmp / "failed-once"),
+        **config}), timeout=400)
+    return topic, group, result
+
+
+def nothing_left(broker: Broker, group: str, topic: str) -> int:
+    """How many records a plain share consumer of the group still gets (waits 8 s for any)."""
+    return broker.share_consume(group, topic, expected=1, timeout_ms=8000)
+
+
+def test_each_decision_is_carried_out_by_the_broker(broker: Broker, fresh_name: Callable[[str], str], tmp_path: Path) -> None:
+    records = 60
+    topic, group, result = run(broker, fresh_name, tmp_path, "decisions", records)
+    seen = Counter((k, dc) for k, dc, _ in result["seen"])  # type: ignore[union-attr, misc]
+    rejected = [str(k) for k in range(records) if k % 3 == 0]
+    released = [str(k) for k in range(records) if k % 3 == 1]
+    defaulted = [str(k) for k in range(records) if k % 3 == 2]
+    # REJECT: delivered once, never again.
+    assert all(seen[(k, 1)] == 1 and seen[(k, 2)] == 0 for k in rejected), seen
+    # RELEASE: delivered again, with delivery count 2, and accepted then.
+    assert all(seen[(k, 1)] == 1 and seen[(k, 2)] == 1 for k in released), seen
+    # No decision: the default (accept), delivered once.
+    assert all(seen[(k, 1)] == 1 and seen[(k, 2)] == 0 for k in defaulted), seen
+    landed = Counter(result["landed"])  # type: ignore[arg-type]
+    assert sorted(landed) == sorted(released + defaulted) and set(landed.values()) == {1}, landed
+    metrics = result["metrics"]
+    assert isinstance(metrics, dict) and int(metrics["recordsRejectedTotal"]) == len(rejected), metrics
+    # The broker holds nothing more for the group: everything was accepted or rejected.
+    assert nothing_left(broker, group, topic) == 0
+
+
+def test_a_poison_record_goes_to_the_dead_letter_topic_and_the_stream_goes_on(
+        broker: Broker, fresh_name: Callable[[str], str], tmp_path: Path) -> None:
+    """F10: a record whose processing fails every time."""
+    records = 100
+    dead_letters = fresh_name("dlt")
+    broker.create_topic(dead_letters, 1)
+    topic, group, result = run(broker, fresh_name, tmp_path, "poison", records,
+                               options={"kafka.share.maxDeliveries": 3, "kafka.share.deadLetterTopic": dead_letters})
+    poison_deliveries = sorted(dc for k, dc, _ in result["seen"] if k == "7")  # type: ignore[union-attr, misc]
+    assert poison_deliveries == [1, 2, 3], poison_deliveries  # emitted up to maxDeliveries, not after
+    dlt = broker.read_topic(dead_letters)
+    assert len(dlt) == 1 and dlt[0]["key"] == "7", dlt
+    headers = dlt[0]["headers"]
+    assert isinstance(headers, dict)
+    assert headers["kafka-share.origin.topic"] == topic and headers["kafka-share.origin.group"] == group
+    assert headers["kafka-share.origin.deliveryCount"] == "4" and "kafka-share.origin.offset" in headers
+    landed = Counter(result["landed"])  # type: ignore[arg-type]
+    others = {str(k) for k in range(records)} - {"7"}
+    lost, doubled = len(others - set(landed)), sum(n - 1 for n in landed.values())
+    record_delivery_counts(f"F10 explicit+two-phase-commit  produced {records:6d} landed {len(landed):6d} "
+                           f"lost {lost:4d} doubled {doubled:4d} (1 poison record dead-lettered)")
+    assert set(landed) == others and doubled == 0, landed
+    assert nothing_left(broker, group, topic) == 0
+
+
+def test_a_failed_batch_in_explicit_mode_loses_nothing(broker: Broker, fresh_name: Callable[[str], str], tmp_path: Path) -> None:
+    records = 500
+    topic, group, result = run(broker, fresh_name, tmp_path, "fail-once", records)
+    assert result["restarts"] == 1
+    landed = Counter(result["landed"])  # type: ignore[arg-type]
+    lost, doubled = records - len(landed), sum(n - 1 for n in landed.values())
+    record_delivery_counts(f"F2 explicit+two-phase-commit   produced {records:6d} landed {len(landed):6d} "
+                           f"lost {lost:4d} doubled {doubled:4d}")
+    assert lost == 0 and doubled == 0
+    assert nothing_left(broker, group, topic) == 0
+
+
+def test_decisions_that_cannot_apply_are_refused(broker: Broker, fresh_name: Callable[[str], str], tmp_path: Path) -> None:
+    records = 50
+    topic, group, result = run(broker, fresh_name, tmp_path, "bad-decisions", records)
+    errors = result["errors"]
+    assert isinstance(errors, dict)
+    assert "unknown decision 'maybe'" in errors["unknown"] and "use accept, release or reject" in errors["unknown"]
+    assert "which is not a record of batch" in errors["not in batch"]
+    # The good decisions that followed were applied: everything landed once, nothing left.
+    assert Counter(result["landed"]) == Counter(str(k) for k in range(records))  # type: ignore[arg-type]
+    assert nothing_left(broker, group, topic) == 0
