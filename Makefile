@@ -18,7 +18,7 @@ JVM_SOURCES     := build.sbt versions.properties project/plugins.sbt $(shell fin
 HARNESS_SOURCES := build.sbt versions.properties $(shell find tests/harness/src -type f 2>/dev/null)
 PY_SOURCES      := python/pyproject.toml python/README.md $(shell find $(PKG) -name '*.py' -o -name py.typed 2>/dev/null | grep -v _version.py)
 
-.PHONY: demo test test-jvm test-python typecheck build wheel clean
+.PHONY: demo test test-jvm test-python typecheck build wheel bench clean
 
 demo: $(VENV)/installed-wheel
 	$(PY) python/examples/demo.py
@@ -32,6 +32,14 @@ test-jvm:
 # Two workers: most of a Spark test's time is spent waiting (JVM start, batches, lock expiry).
 test-python: $(VENV)/installed-wheel typecheck
 	$(PY) -m pytest -n 2 --dist loadgroup tests/python
+
+# Throughput against Kafka's share consumer tool and Spark's own Kafka source (docs/performance.md).
+# Parameters: make bench BENCH_ARGS="--records 500000 --partitions 4 --parallelism 4"
+bench: $(VENV)/installed-wheel target/bench/tools.classpath
+	$(PY) tests/bench/bench.py $(BENCH_ARGS)
+
+target/bench/tools.classpath: $(HARNESS_SOURCES)
+	$(SBT) harness/fetchBenchTools
 
 typecheck: $(VENV)/installed-tools
 	$(PY) -m mypy --strict python/src/spark_kafka_share

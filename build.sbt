@@ -75,6 +75,8 @@ lazy val connector = project
 
 val fetchBrokers = taskKey[Seq[File]](
   "Resolves each test broker version (kafka_2.13 plus an SLF4J binding) and writes target/brokers/<version>/classpath.txt")
+val fetchBenchTools = taskKey[File](
+  "Resolves kafka-tools (ShareConsumerPerformance) of the newest test broker and writes target/bench/tools.classpath")
 val exportHarnessClasspath = taskKey[File](
   "Writes the harness class path to target/harness.classpath for the Makefile and the Python tests")
 
@@ -113,6 +115,21 @@ lazy val harness = project
         }
         dir
       }
+    },
+    // The benchmark's baseline: Kafka's own share consumer tool, on the broker's class path (which has
+    // every library the tool needs) plus the kafka-tools jar alone (its pom names kafka-tools-api,
+    // missing from Maven Central for 4.4.0, and the tool does not load it).
+    fetchBenchTools := {
+      val version = brokerVersions.last
+      val out     = buildOut.value / "bench" / "tools.classpath"
+      val broker  = fetchBrokers.value.last / "classpath.txt"
+      val tools = dependencyResolution.value.retrieve(("org.apache.kafka" % "kafka-tools" % version).intransitive(),
+        scalaModuleInfo = None, buildOut.value / "bench" / "retrieved", streams.value.log) match {
+        case Left(warning) => throw warning.resolveException
+        case Right(files)  => files.filter(_.getName.endsWith(".jar"))
+      }
+      IO.write(out, (tools.map(_.getAbsolutePath) ++ IO.readLines(broker).filter(_.nonEmpty)).mkString(java.io.File.pathSeparator))
+      out
     },
     exportHarnessClasspath := {
       val out = buildOut.value / "harness.classpath"

@@ -82,8 +82,10 @@ def test_local_cluster_100k_records_into_parquet_exactly_once(broker: Broker, fr
 def test_a_stopped_query_leaves_the_rest_to_the_group_at_once(broker: Broker, fresh_name: Callable[[str], str],
                                                               tmp_path: Path, strategy: str) -> None:
     topic, group = prepare(broker, fresh_name, records=5000)
-    # A long trigger interval: the query stops after its first batch, before a second one starts.
-    landed = stream(broker, tmp_path, topic, group, strategy, 5000, stop_after_batches=1, trigger_interval="30 seconds",
+    # A long trigger interval, so that the query stops after its first batch, between batches.
+    landed = stream(broker, tmp_path, topic, group, strategy, 5000, stop_after_batches=1, trigger_interval="60 seconds",
                     options={"maxRecordsPerTrigger": 500}, consume_after_stop_ms=10000)
-    assert 0 < int(landed["distinct"]) <= 500  # type: ignore[call-overload]
+    sizes = landed["batch_sizes"]
+    assert isinstance(sizes, list) and sizes and all(0 < n <= 500 for n in sizes), sizes
+    assert int(landed["distinct"]) == sum(sizes), landed  # type: ignore[call-overload]
     assert landed["consumed_after_stop"] == landed["remaining"], landed

@@ -62,14 +62,7 @@ final class AcquisitionLog(checkpointDir: String, hadoopConf: SerializableHadoop
   def readBatch(batch: Long, tasks: Int): Seq[AcquisitionEntry] = (0 until tasks).flatMap(read(batch, _))
 
   /** Deletes the entries of batches before `batch` (their offsets are no longer replayable by Spark). */
-  def purgeBefore(batch: Long): Unit =
-    try {
-      val it = fc.listStatus(root)
-      while (it.hasNext) {
-        val status = it.next()
-        status.getPath.getName.toLongOption.filter(_ < batch).foreach(_ => fc.delete(status.getPath, true))
-      }
-    } catch { case _: FileNotFoundException => }
+  def purgeBefore(batch: Long): Unit = BatchFolders.purgeBefore(fc, root, batch)
 
   private def deleteQuietly(p: Path): Unit = try fc.delete(p, false) catch { case NonFatal(_) => }
 }

@@ -63,14 +63,7 @@ final class DecisionLog(checkpointDir: String, hadoopConf: SerializableHadoopCon
   /** The records the batch's decisions RELEASEd (they come back and must be emitted again). */
   def released(batch: Long): TopicPartitionRanges = manifest(batch).map(_._2).getOrElse(TopicPartitionRanges.empty)
 
-  def purgeBefore(batch: Long): Unit =
-    try {
-      val it = fc.listStatus(root)
-      while (it.hasNext) {
-        val status = it.next()
-        status.getPath.getName.toLongOption.filter(_ < batch).foreach(_ => fc.delete(status.getPath, true))
-      }
-    } catch { case _: FileNotFoundException => }
+  def purgeBefore(batch: Long): Unit = BatchFolders.purgeBefore(fc, root, batch)
 
   private def manifest(batch: Long): Option[(Seq[String], TopicPartitionRanges)] = {
     val path = new Path(batchDir(batch), ManifestName)

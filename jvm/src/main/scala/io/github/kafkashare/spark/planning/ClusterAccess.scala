@@ -28,9 +28,7 @@ final class ClusterAccess(options: ShareSourceOptions) extends AutoCloseable wit
 
   /** Fails with a clear error unless a broker answers and the cluster has share groups enabled. */
   def checkShareGroupsServed(): Unit = {
-    val features = try await(admin.describeFeatures().featureMetadata()) catch {
-      case e: TimeoutException => throw ShareSourceErrors.brokerUnreachable(options.bootstrapServers, timeoutMs, e)
-    }
+    val features = await(admin.describeFeatures().featureMetadata())
     val level = Option(features.finalizedFeatures.get("share.version")).map(_.maxVersionLevel.toInt).getOrElse(0)
     if (level < 1) throw ShareSourceErrors.shareGroupsDisabled(options.bootstrapServers,
       new IllegalStateException(s"finalized feature share.version is $level"))
@@ -100,11 +98,18 @@ final class ClusterAccess(options: ShareSourceOptions) extends AutoCloseable wit
       .flatMap(_.toLongOption).getOrElse(ClusterAccess.DefaultLockDurationMs)
   }
 
+  // The Admin client gives up after timeoutMs with its own TimeoutException ("Timed out waiting for
+  // a node assignment"); the wait here is a little longer so that it is the one to tell. Both mean
+  // that no broker answered.
   private def await[T](future: KafkaFuture[T]): T =
-    try future.get(timeoutMs, TimeUnit.MILLISECONDS)
+    try future.get(timeoutMs + 5000L, TimeUnit.MILLISECONDS)
     catch {
-      case e: ExecutionException => throw e.getCause
-      case e: TimeoutException   => throw ShareSourceErrors.brokerUnreachable(options.bootstrapServers, timeoutMs, e)
+      case e: ExecutionException => e.getCause match {
+        case t: org.apache.kafka.common.errors.TimeoutException =>
+          throw ShareSourceErrors.brokerUnreachable(options.bootstrapServers, timeoutMs, t)
+        case cause => throw cause
+      }
+      case e: TimeoutException => throw ShareSourceErrors.brokerUnreachable(options.bootstrapServers, timeoutMs, e)
     }
 
   override def close(): Unit = admin.close(java.time.Duration.ofSeconds(5))
