@@ -116,19 +116,18 @@ lazy val harness = project
         dir
       }
     },
-    // The benchmark's baseline: Kafka's own share consumer tool, on the broker's class path (which has
-    // every library the tool needs) plus the kafka-tools jar alone (its pom names kafka-tools-api,
-    // missing from Maven Central for 4.4.0, and the tool does not load it).
+    // The benchmark's baseline: Kafka's own share consumer tool in its own JVM, with its own class
+    // path (kafka-tools of the version pinned as kafka.tools: 4.4.0 is not on Maven Central).
     fetchBenchTools := {
-      val version = brokerVersions.last
-      val out     = buildOut.value / "bench" / "tools.classpath"
-      val broker  = fetchBrokers.value.last / "classpath.txt"
-      val tools = dependencyResolution.value.retrieve(("org.apache.kafka" % "kafka-tools" % version).intransitive(),
-        scalaModuleInfo = None, buildOut.value / "bench" / "retrieved", streams.value.log) match {
-        case Left(warning) => throw warning.resolveException
-        case Right(files)  => files.filter(_.getName.endsWith(".jar"))
+      val out  = buildOut.value / "bench" / "tools.classpath"
+      val jars = Seq("org.apache.kafka" % "kafka-tools" % pin("kafka.tools"), "org.slf4j" % "slf4j-simple" % pin("slf4j")).flatMap { m =>
+        dependencyResolution.value.retrieve(m, scalaModuleInfo = None, buildOut.value / "bench" / "retrieved", streams.value.log) match {
+          case Left(warning) => throw warning.resolveException
+          case Right(files)  => files.filter(_.getName.endsWith(".jar"))
+        }
       }
-      IO.write(out, (tools.map(_.getAbsolutePath) ++ IO.readLines(broker).filter(_.nonEmpty)).mkString(java.io.File.pathSeparator))
+      val unique = jars.groupBy(_.getName.replaceAll("-[0-9][^-]*\\.jar$", "")).values.map(_.maxBy(_.getName))
+      IO.write(out, unique.map(_.getAbsolutePath).toSeq.sorted.mkString(java.io.File.pathSeparator))
       out
     },
     exportHarnessClasspath := {
