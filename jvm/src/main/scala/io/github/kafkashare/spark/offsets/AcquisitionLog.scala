@@ -1,12 +1,6 @@
 package io.github.kafkashare.spark.offsets
 
-import java.io.FileNotFoundException
-import java.nio.charset.StandardCharsets.UTF_8
-import java.util.UUID
-
-import scala.util.control.NonFatal
-
-import org.apache.hadoop.fs.{FileAlreadyExistsException, FileContext, Options, Path}
+import org.apache.hadoop.fs.{FileAlreadyExistsException, FileContext, Path}
 
 /**
  * The acquisition log under the source's checkpoint directory: `acquisitions/<batch>/<task>`.
@@ -27,33 +21,20 @@ final class AcquisitionLog(checkpointDir: String, hadoopConf: SerializableHadoop
 
   def read(batch: Long, task: Int): Option[AcquisitionEntry] = {
     val file = path(batch, task)
-    try {
-      val in = fc.open(file)
-      val text = try new String(in.readAllBytes(), UTF_8) finally in.close()
-      Some(AcquisitionEntry.parse(text, file.toString))
-    } catch {
-      case _: FileNotFoundException => None
-    }
+    CheckpointFiles.read(fc, file).map(AcquisitionEntry.parse(_, file.toString))
   }
 
   /** Writes the entry unless one exists. Returns the entry that is in the log afterwards, and whether it is ours. */
   def writeIfAbsent(batch: Long, task: Int, entry: AcquisitionEntry): (AcquisitionEntry, Boolean) = {
     val file = path(batch, task)
-    val temp = new Path(file.getParent, s".${file.getName}.${UUID.randomUUID()}.tmp")
-    fc.mkdir(file.getParent, null, true)
-    val out = fc.create(temp, java.util.EnumSet.of(org.apache.hadoop.fs.CreateFlag.CREATE),
-      Options.CreateOpts.createParent())
-    try out.write(entry.serialize.getBytes(UTF_8)) finally out.close()
     try {
-      fc.rename(temp, file, Options.Rename.NONE)
+      CheckpointFiles.writeAtomically(fc, file, entry.serialize, overwrite = false)
       (entry, true)
     } catch {
       case _: FileAlreadyExistsException | _: org.apache.hadoop.fs.ParentNotDirectoryException =>
-        deleteQuietly(temp)
         (read(batch, task).getOrElse(entry), false)
       case e: java.io.IOException if fc.util.exists(file) =>
         // Some file systems report an existing target with a plain IOException.
-        deleteQuietly(temp)
         (read(batch, task).getOrElse(throw e), false)
     }
   }
@@ -62,7 +43,5 @@ final class AcquisitionLog(checkpointDir: String, hadoopConf: SerializableHadoop
   def readBatch(batch: Long, tasks: Int): Seq[AcquisitionEntry] = (0 until tasks).flatMap(read(batch, _))
 
   /** Deletes the entries of batches before `batch` (their offsets are no longer replayable by Spark). */
-  def purgeBefore(batch: Long): Unit = BatchFolders.purgeBefore(fc, root, batch)
-
-  private def deleteQuietly(p: Path): Unit = try fc.delete(p, false) catch { case NonFatal(_) => }
+  def purgeBefore(batch: Long): Unit = CheckpointFiles.purgeBefore(fc, root, batch)
 }

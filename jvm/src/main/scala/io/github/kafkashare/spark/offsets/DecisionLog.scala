@@ -1,12 +1,8 @@
 package io.github.kafkashare.spark.offsets
 
-import java.io.FileNotFoundException
-import java.nio.charset.StandardCharsets.UTF_8
-import java.util.UUID
-
 import io.github.kafkashare.spark.errors.ShareSourceErrors
 import io.github.kafkashare.spark.options.Decision
-import org.apache.hadoop.fs.{CreateFlag, FileContext, Options, Path}
+import org.apache.hadoop.fs.{FileContext, Path}
 
 /**
  * Explicit mode: the decisions foreachBatch gave for the records of a batch, under the source's
@@ -63,7 +59,7 @@ final class DecisionLog(checkpointDir: String, hadoopConf: SerializableHadoopCon
   /** The records the batch's decisions RELEASEd (they come back and must be emitted again). */
   def released(batch: Long): TopicPartitionRanges = manifest(batch).map(_._2).getOrElse(TopicPartitionRanges.empty)
 
-  def purgeBefore(batch: Long): Unit = BatchFolders.purgeBefore(fc, root, batch)
+  def purgeBefore(batch: Long): Unit = CheckpointFiles.purgeBefore(fc, root, batch)
 
   private def manifest(batch: Long): Option[(Seq[String], TopicPartitionRanges)] = {
     val path = new Path(batchDir(batch), ManifestName)
@@ -81,19 +77,10 @@ final class DecisionLog(checkpointDir: String, hadoopConf: SerializableHadoopCon
     }
   }
 
-  private def readText(path: Path): Option[String] =
-    try {
-      val in = fc.open(path)
-      try Some(new String(in.readAllBytes(), UTF_8)) finally in.close()
-    } catch { case _: FileNotFoundException => None }
+  private def readText(path: Path): Option[String] = CheckpointFiles.read(fc, path)
 
-  private def writeAtomically(path: Path, text: String, overwrite: Boolean): Unit = {
-    fc.mkdir(path.getParent, null, true)
-    val temp = new Path(path.getParent, s".${path.getName}.${UUID.randomUUID()}.tmp")
-    val out  = fc.create(temp, java.util.EnumSet.of(CreateFlag.CREATE), Options.CreateOpts.createParent())
-    try out.write(text.getBytes(UTF_8)) finally out.close()
-    fc.rename(temp, path, if (overwrite) Options.Rename.OVERWRITE else Options.Rename.NONE)
-  }
+  private def writeAtomically(path: Path, text: String, overwrite: Boolean): Unit =
+    CheckpointFiles.writeAtomically(fc, path, text, overwrite)
 }
 
 object DecisionLog {
