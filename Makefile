@@ -18,7 +18,7 @@ JVM_SOURCES     := build.sbt versions.properties project/plugins.sbt $(shell fin
 HARNESS_SOURCES := build.sbt versions.properties $(shell find tests/harness/src -type f 2>/dev/null)
 PY_SOURCES      := python/pyproject.toml python/README.md $(shell find $(PKG) -name '*.py' -o -name py.typed 2>/dev/null | grep -v _version.py)
 
-.PHONY: demo test test-jvm test-python typecheck build wheel bench clean
+.PHONY: demo test test-jvm test-python typecheck build wheel bench chaos clean
 
 demo: $(VENV)/installed-wheel
 	$(PY) python/examples/demo.py
@@ -27,10 +27,10 @@ demo: $(VENV)/installed-wheel
 test: test-jvm test-python
 
 test-jvm:
-	$(SBT) connector/test connector/assembly harness/exportHarnessClasspath integration/test
+	$(SBT) connector/test connector/assembly harness/exportHarnessClasspath harness/fetchBenchTools integration/test
 
 # Two workers: most of a Spark test's time is spent waiting (JVM start, batches, lock expiry).
-test-python: $(VENV)/installed-wheel typecheck
+test-python: $(VENV)/installed-wheel target/bench/tools.classpath typecheck
 	$(PY) -m pytest -n 2 --dist loadgroup tests/python
 
 # Throughput against Kafka's share consumer tool and Spark's own Kafka source (docs/performance.md).
@@ -38,6 +38,12 @@ test-python: $(VENV)/installed-wheel typecheck
 bench: $(VENV)/installed-wheel target/bench/tools.classpath
 	$(PY) tests/bench/bench.py $(BENCH_ARGS)
 
+# The failure suite: F1 to F11 x every strategy, and a 3-node cluster losing a node (docs/reliability.md).
+# Parameters: make chaos CHAOS_ARGS="--seed 42 --records 4000 --failures F3,F6 --strategies checkpoint-dedup"
+chaos: $(VENV)/installed-wheel target/bench/tools.classpath
+	cd tests/python && ../../$(PY) chaos.py --cluster $(CHAOS_ARGS)
+
+# Kafka's command-line tools (kafka-tools): the bench's ShareConsumerPerformance, F9's console share consumer.
 target/bench/tools.classpath: $(HARNESS_SOURCES)
 	$(SBT) harness/fetchBenchTools
 

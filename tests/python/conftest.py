@@ -3,18 +3,15 @@
 from __future__ import annotations
 
 import itertools
-import json
-import re
 import shutil
 import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Iterator
 
 import pytest
 
 from harness import Broker, broker_versions
+from spark_runs import RESULTS, SPARK_LOGS, run_spark  # noqa: F401  (run_spark: for the tests)
 
 HERE = Path(__file__).resolve().parent
 _names = itertools.count()
@@ -47,31 +44,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
             report.sections.append((f"broker {b.version} log ({b.log})", b.log_tail()))
 
 
-def run_spark(script: str, *args: str, timeout: float = 300, killed: bool = False) -> dict[str, object]:
-    """Runs tests/python/spark_apps/<script> in its own Python process (its own Spark JVM), returns its JSON.
-
-    Spark takes jars only when its JVM starts, so each configuration gets a fresh process.
-    With killed=True the script must die by SIGKILL (an injected driver crash); returns {}.
-    """
-    done = subprocess.run([sys.executable, str(HERE / "spark_apps" / script), *args],
-                          capture_output=True, text=True, timeout=timeout)
-    # The driver's log, kept per test for reading after a failure.
-    test = os.environ.get("PYTEST_CURRENT_TEST", script).split(" ")[0]
-    log = SPARK_LOGS / (re.sub(r"[^A-Za-z0-9_.-]+", "_", test) + ".log")
-    log.parent.mkdir(parents=True, exist_ok=True)
-    with log.open("a") as f:
-        f.write(done.stderr)
-    if killed:
-        assert done.returncode == -9, f"{script} was to be killed, exited {done.returncode}:\n{done.stderr[-6000:]}"
-        return {}
-    if done.returncode != 0:
-        raise AssertionError(f"{script} {' '.join(args)} exited {done.returncode}:\n{done.stderr[-6000:]}")
-    result: dict[str, object] = json.loads(done.stdout.strip().splitlines()[-1])
-    return result
-
-
-COUNTS = HERE.parents[1] / "target" / "test-results" / "delivery-counts.txt"
-SPARK_LOGS = HERE.parents[1] / "target" / "test-results" / "spark-logs"
+COUNTS = RESULTS / "delivery-counts.txt"
 
 
 def record_delivery_counts(line: str) -> None:

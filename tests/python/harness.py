@@ -51,10 +51,18 @@ class Broker:
     def log(self) -> Path:
         return self.directory / "broker.log"
 
-    def start(self, share_groups: bool = True) -> Broker:
-        flags = [] if share_groups else ["share-groups-off"]
+    # The node the failure tests kill and start again (F6): the broker itself, or one node of a cluster.
+    def node_dirs(self) -> list[Path]:
+        return [self.directory]
+
+    def start(self, share_groups: bool = True, secure: bool = False) -> Broker:
+        flags = ([] if share_groups else ["share-groups-off"]) + (["secure"] if secure else [])
         self.bootstrap = harness("start", self.version, str(self.directory), *flags).splitlines()[-1]
         return self
+
+    def note(self, name: str) -> str:
+        """What the harness noted for clients: sasl.bootstrap, sasl.user, sasl.password, ssl.bootstrap, ssl.truststore..."""
+        return harness("note", str(self.directory), name)
 
     def stop(self) -> None:
         harness("stop", str(self.directory))
@@ -77,8 +85,8 @@ class Broker:
     def read_from_earliest(self, group: str) -> None:
         harness("earliest", self.bootstrap, group)
 
-    def produce(self, topic: str, count: int, value_bytes: int = 100) -> None:
-        harness("produce", self.bootstrap, topic, str(count), str(value_bytes))
+    def produce(self, topic: str, count: int, value_bytes: int = 100, first_key: int = 0) -> None:
+        harness("produce", self.bootstrap, topic, str(count), str(value_bytes), str(first_key), timeout=400)
 
     def share_consume(self, group: str, topic: str, expected: int, timeout_ms: int = 60000) -> int:
         return int(harness("share-consume", self.bootstrap, group, topic, str(expected), str(timeout_ms)))
@@ -90,3 +98,25 @@ class Broker:
     def group_state(self, group: str) -> dict[str, object]:
         state: dict[str, object] = json.loads(harness("group-state", self.bootstrap, group))
         return state
+
+
+@dataclass
+class Cluster(Broker):
+    """A KRaft cluster of `nodes` nodes on loopback (replication factor 3, min ISR 2), data in `directory`/node-i."""
+
+    nodes: int = 3
+
+    def node_dirs(self) -> list[Path]:
+        return [self.directory / f"node-{i}" for i in range(1, self.nodes + 1)]
+
+    @property
+    def log(self) -> Path:
+        return self.directory / "node-1" / "broker.log"
+
+    def start(self, share_groups: bool = True, secure: bool = False) -> Broker:
+        self.bootstrap = harness("start-cluster", self.version, str(self.directory), str(self.nodes), timeout=300).splitlines()[-1]
+        return self
+
+    def stop(self) -> None:
+        for node in self.node_dirs():
+            harness("stop", str(node))

@@ -15,7 +15,7 @@ import pytest
 
 from conftest import record_delivery_counts, run_spark
 from harness import Broker
-from test_delivery import NEWEST
+from streams import NEWEST
 
 pytestmark = pytest.mark.parametrize("broker", [NEWEST], indirect=True, ids=[f"kafka-{NEWEST}"])
 

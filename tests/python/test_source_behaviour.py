@@ -8,7 +8,7 @@ from typing import Callable
 import pytest
 
 from harness import Broker
-from test_delivery import NEWEST, check, prepare, stream
+from streams import NEWEST, check, prepare, stream
 
 pytestmark = pytest.mark.parametrize("broker", [NEWEST], indirect=True, ids=[f"kafka-{NEWEST}"])
 

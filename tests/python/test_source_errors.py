@@ -11,7 +11,7 @@ import pytest
 
 from conftest import run_spark
 from harness import Broker, broker_versions
-from test_delivery import NEWEST
+from streams import NEWEST
 
 OLDEST = broker_versions()[0]
 

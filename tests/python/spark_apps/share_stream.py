@@ -2,10 +2,13 @@
 
 Usage: share_stream.py '<json config>'. Prints one JSON line at the end: what the sink holds.
 Config keys: bootstrap, topic, group, strategy, parallelism, checkpoint, sink, expected (records to
-wait for), timeout_s, failure (F1, F2, F4, F5, F8 or none), marker (a file that makes a failure
-happen once), stop_after_batches (stop after that many non-empty batches), options (extra options),
+wait for), timeout_s, failure (F1 to F10 or none; see inject_* below), failure_batch (the batch
+F1, F2, F4, F5 and F10 hit, 1 by default), inject_after_s (F3, F6, F7: seconds after the first
+batch landed), marker (a file that makes a failure happen once; it receives the time of the
+injection), broker_dir and broker_version (F6: the broker to restart), pause_s (F7), stop_after_batches (stop after that many non-empty batches), options (extra options),
 trigger ("processing" or "available_now"), trigger_interval (of the processing-time trigger), idle_check_s (after everything landed, stay running that
-long and report how many batches ran meanwhile).
+long and report how many batches ran meanwhile), status_file (the sink's distinct count, rewritten
+every second), until_file (run until it exists instead of until `expected` landed), report_keys.
 
 The sink writes batch N to <sink>/batch=N with mode overwrite, so a re-run batch replaces itself:
 an idempotent sink per batch id, as the delivery contract assumes.
@@ -14,7 +17,9 @@ an idempotent sink per batch id, as the delivery contract assumes.
 import json
 import os
 import signal
+import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -29,12 +34,15 @@ config = json.loads(sys.argv[1])
 failure = config.get("failure") or "none"
 marker = Path(config.get("marker") or "/nonexistent")
 sink = config["sink"]
+failure_batch = int(config.get("failure_batch", 1))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from harness import harness  # noqa: E402  (tests/python, for F6 and promise 7)
 spark = (spark_kafka_share.configure(SparkSession.builder)
          .master(config.get("master", "local[2,4]"))  # 4 attempts per task, as on a cluster
          .config("spark.sql.shuffle.partitions", "2")
-         .config("spark.ui.enabled", "false")
+         .config("spark.ui.enabled", str(bool(config.get("ui"))).lower())
          .getOrCreate())
-spark.sparkContext.setLogLevel("ERROR")
+spark.sparkContext.setLogLevel(config.get("log_level", "ERROR"))
 # The source's own lines stay in the driver log that conftest keeps per test.
 _log4j = spark._jvm.org.apache.logging.log4j  # type: ignore[union-attr]
 _log4j.core.config.Configurator.setLevel("io.github.kafkashare.spark", _log4j.Level.INFO)
@@ -58,29 +66,77 @@ def kill_driver() -> None:
     os.kill(os.getpid(), signal.SIGKILL)
 
 
+def injected() -> None:
+    """Notes the moment of the injection: the chaos suite measures recovery from it."""
+    marker.write_text(str(time.time()))
+
+
+def spark_jvm_pid() -> int:
+    return int(spark._jvm.java.lang.ProcessHandle.current().pid())  # type: ignore[union-attr]
+
+
+def inject_in_background() -> None:
+    """F3, F6, F7 strike at a moment, not at a batch: a thread waits for the first committed batch plus
+    inject_after_s, then kills an executor (F3), restarts the broker (F6) or pauses the JVM (F7)."""
+    if failure not in ("F3", "F6", "F7") or marker.exists():
+        return
+    app_id, jvm_pid = spark.sparkContext.applicationId, spark_jvm_pid()
+
+    def run() -> None:
+        commits = Path(config["checkpoint"], "commits")
+        while not (commits.exists() and any(f.name.isdigit() for f in commits.iterdir())):
+            time.sleep(0.2)
+        time.sleep(float(config.get("inject_after_s", 0)))
+        injected()
+        if failure == "F3":  # SIGKILL one executor JVM of this application (local-cluster mode)
+            pids = subprocess.run(["pgrep", "-f", f"CoarseGrainedExecutorBackend.*{app_id}"],
+                                  capture_output=True, text=True).stdout.split()
+            os.kill(int(pids[0]), signal.SIGKILL)
+        elif failure == "F6":  # SIGKILL the broker, start it again on the same data and ports
+            harness("kill", config["broker_dir"])
+            harness("start", config["broker_version"], config["broker_dir"])
+        elif failure == "F7":  # a pause longer than the consumers' session and their locks
+            os.kill(jvm_pid, signal.SIGSTOP)
+            time.sleep(float(config.get("pause_s", 20)))
+            os.kill(jvm_pid, signal.SIGCONT)
+    threading.Thread(target=run, daemon=True).start()
+
+
 def write_batch(df: DataFrame, batch_id: int) -> None:
     once = not marker.exists()
     rows = df.select(col("key").cast("string").alias("k"), "partition", "offset", "deliveryCount",
                      spark_partition_id().alias("task"))
-    if failure == "F1" and batch_id == 1 and once:
-        marker.touch()
+    if failure == "F1" and batch_id == failure_batch and once:
+        injected()
         rows = rows.withColumn("k", fail_once_first_task(batch_id)(col("k")))
     if failure == "F8":
         first_count = rows.count()  # a first action on the batch: the source is read twice
-    if failure == "F4" and batch_id == 1 and once:
-        marker.touch()
+    if failure == "F4" and batch_id == failure_batch and once:
+        injected()
         kill_driver()  # after offset log 1, before the sink has batch 1
+    if failure == "F10" and poison_failures() < 3 and rows.filter(col("k") == config.get("poison_key", "7")).count():
+        # A record the code cannot process: its batch fails and the query stops; it is restarted
+        # (below) and runs the same batch again, three times, until "the fix is deployed".
+        if poison_failures() == 0:
+            injected()
+        Path(f"{marker}.failures").write_text(str(poison_failures() + 1))
+        raise RuntimeError("injected F10: a poison record fails its batch")
     rows.write.mode("overwrite").parquet(f"{sink}/batch={batch_id}")
     if failure == "F8":
         second_count = spark.read.parquet(f"{sink}/batch={batch_id}").count()
         if first_count != second_count:
             Path(f"{sink}.replay-mismatch").write_text(f"batch {batch_id}: {first_count} then {second_count}\n")
-    if failure == "F2" and batch_id == 1 and once:
-        marker.touch()
+    if failure == "F2" and batch_id == failure_batch and once:
+        injected()
         raise RuntimeError("injected F2: the batch fails after its reader finished")
-    if failure == "F5" and batch_id == 1 and once:
-        marker.touch()
+    if failure == "F5" and batch_id == failure_batch and once:
+        injected()
         kill_driver()  # the sink has batch 1, the commit log does not
+
+
+def poison_failures() -> int:
+    f = Path(f"{marker}.failures")
+    return int(f.read_text()) if f.exists() else 0
 
 
 def landed() -> tuple[int, int]:
@@ -132,14 +188,25 @@ def wait_for_progress(done: object, within_s: float = 30) -> None:
 deadline = time.time() + float(config.get("timeout_s", 120))
 restarts = 0
 query = start_query()
+inject_in_background()
 result: dict[str, object] = {}
 if config.get("trigger") == "available_now":
     result["ended_by_itself"] = query.awaitTermination(float(config.get("timeout_s", 120)))
 while config.get("trigger") != "available_now" and time.time() < deadline:
+    if (query.exception() is not None or not query.isActive) and config.get("no_restart"):
+        result["error"] = str(query.exception())
+        break
     if query.exception() is not None or not query.isActive:
         restarts += 1  # F2: the query failed; a restart re-runs the failed batch from its offset log
         query = start_query()
     progress = [p for p in query.recentProgress if p["numInputRows"] > 0]
+    if config.get("status_file"):
+        Path(config["status_file"]).write_text(str(landed()[1]))
+    if config.get("until_file"):
+        if Path(config["until_file"]).exists():
+            break
+        time.sleep(1)
+        continue
     stop_after = config.get("stop_after_batches")
     if stop_after and len(progress) >= stop_after:
         break
@@ -164,23 +231,32 @@ if config.get("stop_after_batches"):
     while query.status["isTriggerActive"] and time.time() < until:
         time.sleep(0.05)
 progress = list(query.recentProgress)
+if config.get("report_surface"):
+    # Where a secret could show: the progress JSON, the plan, and the SQL tab of the UI (its REST API).
+    import urllib.request
+    ui = spark.sparkContext.uiWebUrl
+    app = spark.sparkContext.applicationId
+    with urllib.request.urlopen(f"{ui}/api/v1/applications/{app}/sql?details=true&planDescription=true") as r:
+        sql_ui = r.read().decode()
+    result["surface"] = {"progress": json.dumps(progress, default=str),
+                         "plan": query._jsq.explainInternal(True), "sql_ui": sql_ui}
 query.stop()
 rows, distinct = landed()
 if config.get("consume_after_stop_ms"):
     # Promise 7: with this JVM (and its pooled consumers) still alive, another member of the group
     # gets what the stopped query did not take, well before the locks (15 s in the tests) expire.
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-    from harness import harness
     remaining = config["expected"] - distinct
     started = time.time()
     got = int(harness("share-consume", config["bootstrap"], config["group"], config["topic"], str(remaining),
                       str(config["consume_after_stop_ms"])))
     result.update({"remaining": remaining, "consumed_after_stop": got,
                    "seconds_to_consume_after_stop": round(time.time() - started, 1)})
+if config.get("report_keys") and rows:
+    result["keys"] = [r["k"] for r in spark.read.parquet(sink).select("k").collect()]
 per_task = {}
 if rows:
     per_task = {str(r["task"]): r["count"] for r in spark.read.parquet(sink).groupBy("task").count().collect()}
-result.update({"rows": rows, "distinct": distinct, "restarts": restarts, "rows_per_task": per_task,
+result.update({"app_id": spark.sparkContext.applicationId, "rows": rows, "distinct": distinct, "restarts": restarts, "rows_per_task": per_task,
                "batch_sizes": [p["numInputRows"] for p in progress if p["numInputRows"] > 0],
                "metrics": progress[-1]["sources"][0]["metrics"] if progress else {},
                "progress": [(p["batchId"], p["numInputRows"], p["timestamp"], p["sources"][0]["metrics"]) for p in progress]})

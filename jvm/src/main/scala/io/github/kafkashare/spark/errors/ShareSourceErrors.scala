@@ -39,6 +39,16 @@ object ShareSourceErrors {
     error(s"no Kafka broker answered at '$bootstrap' (option 'kafka.bootstrap.servers') within $timeoutMs ms; " +
       "check the address and that the broker is running", cause)
 
+  // The broker's own message says which mechanism failed; it never holds the password.
+  def authenticationFailed(bootstrap: String, cause: Throwable): ShareSourceException =
+    error(s"the Kafka cluster at '$bootstrap' refused the credentials (${cause.getClass.getSimpleName}: " +
+      s"${cause.getMessage}). Check options 'kafka.security.protocol', 'kafka.sasl.mechanism' and the user name and " +
+      "password in 'kafka.sasl.jaas.config' (or the 'kafka.ssl.*' key and trust stores)", cause)
+
+  def notAuthorized(bootstrap: String, group: String, cause: Throwable): ShareSourceException =
+    error(s"the Kafka cluster at '$bootstrap' denied an operation (${cause.getMessage}). The user needs READ and " +
+      s"DESCRIBE on the topics, READ on group '$group' and DESCRIBE_CONFIGS/ALTER_CONFIGS on it for startingOffsets", cause)
+
   def shareGroupsDisabled(bootstrap: String, cause: Throwable): ShareSourceException =
     error(s"the Kafka cluster at '$bootstrap' does not serve share groups (KIP-932). Kafka 4.2 and later enable " +
       "them by default; on Kafka 4.1 run `kafka-features.sh --bootstrap-server <broker> upgrade --feature share.version=1` " +

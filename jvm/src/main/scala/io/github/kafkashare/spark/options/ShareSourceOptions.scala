@@ -140,7 +140,7 @@ object ShareSourceOptions {
       .filter { case (k, _) => !k.startsWith("share.") || RefusedKafkaOptions.contains(k) }
       .map { case (k, v) =>
         RefusedKafkaOptions.get(k).foreach(instead => throw ShareSourceErrors.refusedKafkaOption(k, instead))
-        k -> v
+        k -> ShadedClassNames.rewrite(k, v)
       }
 
   private def enumValue[T](key: String, value: Option[String], choices: Seq[(String, T)], default: T): T =

@@ -10,7 +10,7 @@ import io.github.kafkashare.spark.options.{ShareSourceOptions, StartingOffsets, 
 import org.apache.kafka.clients.admin._
 import org.apache.kafka.common.{KafkaFuture, TopicPartition}
 import org.apache.kafka.common.config.ConfigResource
-import org.apache.kafka.common.errors.GroupIdNotFoundException
+import org.apache.kafka.common.errors.{AuthenticationException, AuthorizationException, GroupIdNotFoundException}
 import org.apache.spark.internal.Logging
 
 /** Everything the driver asks the cluster, through one Admin client. Driver only. */
@@ -107,6 +107,8 @@ final class ClusterAccess(options: ShareSourceOptions) extends AutoCloseable wit
       case e: ExecutionException => e.getCause match {
         case t: org.apache.kafka.common.errors.TimeoutException =>
           throw ShareSourceErrors.brokerUnreachable(options.bootstrapServers, timeoutMs, t)
+        case a: AuthenticationException => throw ShareSourceErrors.authenticationFailed(options.bootstrapServers, a)
+        case a: AuthorizationException  => throw ShareSourceErrors.notAuthorized(options.bootstrapServers, options.groupId, a)
         case cause => throw cause
       }
       case e: TimeoutException => throw ShareSourceErrors.brokerUnreachable(options.bootstrapServers, timeoutMs, e)

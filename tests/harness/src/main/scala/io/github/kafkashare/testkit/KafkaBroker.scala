@@ -22,7 +22,7 @@ import org.apache.kafka.common.Uuid
  * `broker.log` (what a failing test shows) and `broker.pid`. `start` on a dir that already holds
  * `server.properties` restarts that broker with its data and ports.
  */
-final class KafkaBroker private (val dir: Path, val version: String, shareGroups: Boolean = true) {
+final class KafkaBroker private (val dir: Path, val version: String, recipe: KafkaBroker.Recipe = KafkaBroker.Recipe()) {
 
   val logFile: Path     = dir.resolve("broker.log")
   private val pidFile   = dir.resolve("broker.pid")
@@ -30,17 +30,23 @@ final class KafkaBroker private (val dir: Path, val version: String, shareGroups
 
   def bootstrapServers: String = s"127.0.0.1:${KafkaBroker.loadProperties(propsFile).getProperty("kafkashare.port")}"
 
+  /** The harness's notes in server.properties (`kafkashare.*`): ports of the secure listeners, trust store. */
+  def note(name: String): Option[String] = Option(KafkaBroker.loadProperties(propsFile).getProperty(s"kafkashare.$name"))
+
   def pid: Option[Long] =
     if (Files.exists(pidFile)) Some(new String(Files.readAllBytes(pidFile), UTF_8).trim.toLong) else None
 
   def isAlive: Boolean = pid.flatMap(p => toOption(ProcessHandle.of(p))).exists(_.isAlive)
 
   /** Starts the broker (formatting the data dir the first time) and waits until it serves. */
-  def start(timeoutMs: Long = 60000): this.type = {
+  def start(timeoutMs: Long = 60000): this.type = launch().awaitServing(timeoutMs)
+
+  /** Starts the JVM without waiting: the nodes of a cluster serve only once a quorum of them runs. */
+  def launch(): this.type = {
     if (isAlive) return this
     if (!Files.exists(propsFile)) format()
     val cmd = new java.util.ArrayList[String]()
-    Seq(KafkaBroker.javaBin, "-Xms256m", "-Xmx1g", "-XX:+UseG1GC", "-Djava.awt.headless=true",
+    Seq(KafkaBroker.javaBin, "-Xms256m", if (clusterSize > 1) "-Xmx512m" else "-Xmx1g", "-XX:+UseG1GC", "-Djava.awt.headless=true",
       "-Dorg.slf4j.simpleLogger.showDateTime=true",
       "-Dorg.slf4j.simpleLogger.dateTimeFormat=HH:mm:ss.SSS",
       "-Dorg.slf4j.simpleLogger.log.org.apache.kafka.coordinator=info",
@@ -50,7 +56,6 @@ final class KafkaBroker private (val dir: Path, val version: String, shareGroups
       .redirectOutput(ProcessBuilder.Redirect.appendTo(logFile.toFile))
       .start()
     Files.write(pidFile, process.pid.toString.getBytes(UTF_8))
-    awaitServing(process, timeoutMs)
     this
   }
 
@@ -62,21 +67,22 @@ final class KafkaBroker private (val dir: Path, val version: String, shareGroups
 
   def admin(): Admin = KafkaBroker.admin(bootstrapServers)
 
+  private def clusterSize: Int =
+    if (Files.exists(propsFile)) note("nodes").map(_.toInt).getOrElse(1) else recipe.nodes
+
   private def format(): Unit = {
     Files.createDirectories(dir)
-    val port           = KafkaBroker.freePort()
-    val controllerPort = KafkaBroker.freePort()
-    val props          = KafkaBroker.serverProperties(version, port, controllerPort, dir.resolve("data"))
-    val out            = Files.newOutputStream(propsFile)
-    try props.store(out, s"single-node KRaft broker $version for tests") finally out.close()
+    val props = KafkaBroker.serverProperties(version, recipe, dir)
+    val out   = Files.newOutputStream(propsFile)
+    try props.store(out, s"KRaft node ${recipe.nodeId} (Kafka $version) for tests") finally out.close()
     // Kafka 4.1 formats with share.version=0 (share groups off): ask for 1. Newer versions turn
     // share groups on by default, and we test that default. The error tests want them off.
     val shareFeature =
-      if (!shareGroups) Seq("--feature", "share.version=0")
+      if (!recipe.shareGroups) Seq("--feature", "share.version=0")
       else if (version.startsWith("4.1.")) Seq("--feature", "share.version=1")
       else Nil
     val args = Seq(KafkaBroker.javaBin, "-cp", ProjectPaths.brokerClasspath(version), "kafka.tools.StorageTool",
-      "format", "-t", Uuid.randomUuid().toString, "-c", propsFile.toString) ++ shareFeature
+      "format", "-t", recipe.clusterId, "-c", propsFile.toString) ++ shareFeature
     val process = new ProcessBuilder(args: _*)
       .redirectErrorStream(true)
       .redirectOutput(ProcessBuilder.Redirect.appendTo(logFile.toFile))
@@ -85,22 +91,26 @@ final class KafkaBroker private (val dir: Path, val version: String, shareGroups
       throw new IOException(s"formatting the Kafka $version data dir failed; see $logFile:\n${logTail()}")
   }
 
-  private def awaitServing(process: Process, timeoutMs: Long): Unit = {
+  /** Waits until this node answers; with a cluster, until the cluster shows all its nodes. */
+  def awaitServing(timeoutMs: Long = 60000): this.type = {
     val deadline = System.nanoTime + TimeUnit.MILLISECONDS.toNanos(timeoutMs)
     var serving  = false
+    val process  = pid.flatMap(p => toOption(ProcessHandle.of(p)))
     while (!serving) {
-      if (!process.isAlive)
-        throw new IOException(s"Kafka $version exited with ${process.exitValue()} while starting:\n${logTail()}")
+      if (!process.exists(_.isAlive))
+        throw new IOException(s"Kafka $version exited while starting:\n${logTail()}")
       if (System.nanoTime > deadline) {
-        process.destroyForcibly()
+        process.foreach(_.destroyForcibly())
         throw new IOException(s"Kafka $version did not serve within $timeoutMs ms:\n${logTail()}")
       }
       serving = try {
         val admin = this.admin()
-        try { admin.describeCluster().nodes().get(2, TimeUnit.SECONDS); true }
+        try admin.describeCluster().nodes().get(2, TimeUnit.SECONDS).size >= clusterSize
         finally admin.close(java.time.Duration.ofSeconds(2))
-      } catch { case NonFatal(_) => Thread.sleep(200); false }
+      } catch { case NonFatal(_) => false }
+      if (!serving) Thread.sleep(200)
     }
+    this
   }
 
   private def terminate(force: Boolean, timeoutMs: Long): Unit =
@@ -127,11 +137,42 @@ final class KafkaBroker private (val dir: Path, val version: String, shareGroups
 object KafkaBroker {
 
   /**
+   * How a new data dir is formatted. A single node by default; `nodes` > 1 makes node `nodeId` of a
+   * cluster whose nodes all run broker and controller, with `ports(i)` = (client port, controller
+   * port) of node i+1. `secure` adds a SASL/PLAIN and an SSL listener (see [[SecureListeners]]).
+   */
+  final case class Recipe(
+      shareGroups: Boolean = true,
+      nodeId: Int = 1,
+      nodes: Int = 1,
+      ports: Seq[(Int, Int)] = Nil,
+      clusterId: String = Uuid.randomUuid().toString,
+      secure: Boolean = false)
+
+  /**
    * Starts a broker of `version` in `dir`, or restarts the one whose data is already there.
    * `shareGroups = false` formats a new data dir with share groups off (share.version=0).
    */
-  def start(version: String, dir: Path, shareGroups: Boolean = true): KafkaBroker =
-    new KafkaBroker(dir, version, shareGroups).start()
+  def start(version: String, dir: Path, shareGroups: Boolean = true, secure: Boolean = false): KafkaBroker =
+    new KafkaBroker(dir, version, Recipe(shareGroups = shareGroups, secure = secure)).start()
+
+  /**
+   * Starts a cluster of `nodes` nodes in `dir`/node-1.. (or restarts it): replication factor
+   * `nodes` and min ISR 2 for topics and the internal topics. Returns the nodes.
+   */
+  def startCluster(version: String, dir: Path, nodes: Int): Seq[KafkaBroker] = {
+    val nodeDirs = (1 to nodes).map(i => dir.resolve(s"node-$i"))
+    val recipes  =
+      if (nodeDirs.forall(d => Files.exists(d.resolve("server.properties")))) nodeDirs.map(_ => Recipe(nodes = nodes))
+      else {
+        val ports     = (1 to nodes).map(_ => (freePort(), freePort()))
+        val clusterId = Uuid.randomUuid().toString
+        (1 to nodes).map(i => Recipe(nodeId = i, nodes = nodes, ports = ports, clusterId = clusterId))
+      }
+    val brokers = nodeDirs.zip(recipes).map { case (d, r) => new KafkaBroker(d, version, r).launch() }
+    brokers.foreach(_.awaitServing(120000))
+    brokers
+  }
 
   /** A handle to the broker in `dir` without starting it (for stop and kill from another process). */
   def at(dir: Path): KafkaBroker = {
@@ -147,36 +188,49 @@ object KafkaBroker {
     Admin.create(props)
   }
 
-  private def serverProperties(version: String, port: Int, controllerPort: Int, dataDir: Path): Properties = {
+  private def serverProperties(version: String, recipe: Recipe, dir: Path): Properties = {
+    val ports                  = if (recipe.ports.nonEmpty) recipe.ports else Seq((freePort(), freePort()))
+    val (port, controllerPort) = ports(recipe.nodeId - 1)
+    val replicas               = recipe.nodes.toString
+    val minIsr                 = math.min(2, recipe.nodes).toString
+    val voters = ports.zipWithIndex.map { case ((_, c), i) => s"${i + 1}@127.0.0.1:$c" }.mkString(",")
+    val secure = if (recipe.secure) Some(SecureListeners.create(dir)) else None
     val p = new Properties
-    Map(
+    (Map(
       "process.roles"                                    -> "broker,controller",
-      "node.id"                                          -> "1",
-      "controller.quorum.voters"                         -> s"1@127.0.0.1:$controllerPort",
-      "listeners"                                        -> s"PLAINTEXT://127.0.0.1:$port,CONTROLLER://127.0.0.1:$controllerPort",
-      "advertised.listeners"                             -> s"PLAINTEXT://127.0.0.1:$port",
+      "node.id"                                          -> recipe.nodeId.toString,
+      "controller.quorum.voters"                         -> voters,
+      "listeners"                                        -> (Seq(s"PLAINTEXT://127.0.0.1:$port", s"CONTROLLER://127.0.0.1:$controllerPort") ++ secure.map(_.listeners)).mkString(","),
+      "advertised.listeners"                             -> (Seq(s"PLAINTEXT://127.0.0.1:$port") ++ secure.map(_.listeners)).mkString(","),
       "controller.listener.names"                        -> "CONTROLLER",
       "inter.broker.listener.name"                       -> "PLAINTEXT",
-      "listener.security.protocol.map"                   -> "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
-      "log.dirs"                                         -> dataDir.toString,
+      "listener.security.protocol.map"                   -> "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT,SSL:SSL",
+      "log.dirs"                                         -> dir.resolve("data").toString,
       "num.partitions"                                   -> "1",
-      "offsets.topic.replication.factor"                 -> "1",
+      "default.replication.factor"                       -> replicas,
+      "min.insync.replicas"                              -> minIsr,
+      "offsets.topic.replication.factor"                 -> replicas,
       "offsets.topic.num.partitions"                     -> "3",
-      "transaction.state.log.replication.factor"         -> "1",
-      "transaction.state.log.min.isr"                    -> "1",
-      "share.coordinator.state.topic.replication.factor" -> "1",
-      "share.coordinator.state.topic.min.isr"            -> "1",
+      "transaction.state.log.replication.factor"         -> replicas,
+      "transaction.state.log.min.isr"                    -> minIsr,
+      "share.coordinator.state.topic.replication.factor" -> replicas,
+      "share.coordinator.state.topic.min.isr"            -> minIsr,
       "share.coordinator.state.topic.num.partitions"     -> "3",
       "group.initial.rebalance.delay.ms"                 -> "0",
       "auto.create.topics.enable"                        -> "false",
+      // Lower bounds only (the defaults stay): lets a test give a group a short session or lock,
+      // so a paused consumer's session expires (F7) in seconds rather than 45 s.
+      "group.share.min.session.timeout.ms"               -> "6000",
+      "group.share.min.heartbeat.interval.ms"            -> "1000",
       // Not broker settings: the harness's own notes, ignored by Kafka.
       "kafkashare.port"                                  -> port.toString,
+      "kafkashare.nodes"                                 -> recipe.nodes.toString,
       "kafkashare.version"                               -> version
-    ).foreach { case (k, v) => p.setProperty(k, v) }
+    ) ++ secure.map(_.brokerSettings).getOrElse(Map.empty)).foreach { case (k, v) => p.setProperty(k, v) }
     p
   }
 
-  private def loadProperties(file: Path): Properties = {
+  private[testkit] def loadProperties(file: Path): Properties = {
     val p  = new Properties
     val in = Files.newInputStream(file)
     try p.load(in) finally in.close()

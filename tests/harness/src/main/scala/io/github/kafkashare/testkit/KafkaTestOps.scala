@@ -32,7 +32,9 @@ final class KafkaTestOps(bootstrapServers: String) {
 
   def createTopic(topic: String, partitions: Int): Unit = {
     val admin = KafkaBroker.admin(bootstrapServers)
-    try admin.createTopics(Collections.singleton(new NewTopic(topic, partitions, 1.toShort))).all().get(30, TimeUnit.SECONDS)
+    // The broker's default replication factor: 1 on a single node, 3 on the test cluster.
+    val newTopic = new NewTopic(topic, java.util.Optional.of[Integer](partitions), java.util.Optional.empty[java.lang.Short]())
+    try admin.createTopics(Collections.singleton(newTopic)).all().get(30, TimeUnit.SECONDS)
     finally admin.close()
   }
 
@@ -52,21 +54,42 @@ final class KafkaTestOps(bootstrapServers: String) {
    * Produces `count` records with keys "0".."count-1" (so a reader can tell lost from doubled),
    * values of `valueBytes` bytes, spread over the partitions by key. Batched for speed; waits for all acks.
    */
-  def produce(topic: String, count: Int, valueBytes: Int = 100, firstKey: Int = 0): Unit = {
+  def produce(topic: String, count: Int, valueBytes: Int = 100, firstKey: Int = 0): Unit =
+    withProducer { (producer, value) =>
+      (firstKey until firstKey + count).foreach(i => producer.send(new ProducerRecord(topic, i.toString.getBytes("UTF-8"), value)))
+    }(valueBytes)
+
+  /**
+   * Produces keys firstKey.. at `perSecond` records a second for `seconds` (in 100 ms steps), each
+   * step confirmed before the next, as a steady upstream would; returns how many it produced.
+   */
+  def produceAtRate(topic: String, perSecond: Int, seconds: Int, firstKey: Int = 0, valueBytes: Int = 100): Int =
+    withProducer { (producer, value) =>
+      val perStep = math.max(1, perSecond / 10)
+      val start   = System.nanoTime
+      (0 until seconds * 10).foreach { step =>
+        val from = firstKey + step * perStep
+        (from until from + perStep).foreach(i => producer.send(new ProducerRecord(topic, i.toString.getBytes("UTF-8"), value)))
+        producer.flush()
+        val next = start + (step + 1) * 100000000L
+        val wait = (next - System.nanoTime) / 1000000L
+        if (wait > 0) Thread.sleep(wait)
+      }
+      seconds * 10 * perStep
+    }(valueBytes)
+
+  private def withProducer[T](use: (KafkaProducer[Array[Byte], Array[Byte]], Array[Byte]) => T)(valueBytes: Int): T = {
     val props = new Properties
     props.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrapServers)
     props.put(ProducerConfig.ACKS_CONFIG, "all")
     props.put(ProducerConfig.LINGER_MS_CONFIG, "5")
     props.put(ProducerConfig.BATCH_SIZE_CONFIG, "262144")
     props.put(ProducerConfig.COMPRESSION_TYPE_CONFIG, "lz4")
+    // Through a broker restart (F6) the producer retries until the broker is back.
+    props.put(ProducerConfig.DELIVERY_TIMEOUT_MS_CONFIG, "300000")
     val producer = new KafkaProducer[Array[Byte], Array[Byte]](props, new ByteArraySerializer, new ByteArraySerializer)
-    val value    = Array.fill[Byte](valueBytes)('v'.toByte)
-    try {
-      (firstKey until firstKey + count).foreach { i =>
-        producer.send(new ProducerRecord(topic, i.toString.getBytes("UTF-8"), value))
-      }
-      producer.flush()
-    } finally producer.close()
+    try { val result = use(producer, Array.fill[Byte](valueBytes)('v'.toByte)); producer.flush(); result }
+    finally producer.close()
   }
 
   /**

@@ -1,0 +1,260 @@
+"""The failure suite: every failure of ../shared/delivery-contract.md (F1 to F11) against every strategy.
+
+Each cell runs a real kafka-share query (spark_apps/share_stream.py) against a real broker, injects
+one failure at a seeded random point, reads the sink back and counts produced, landed, lost and
+doubled, and how long the query took to commit a batch after the failure. Processes die for real:
+SIGKILL for the driver (F4, F5), an executor (F3) and the broker (F6), SIGSTOP for a pause (F7).
+
+    python tests/python/chaos.py [--seed N] [--records N] [--failures F1,F3] [--strategies none,...]
+                                 [--cluster]
+
+`make chaos` runs every cell, the 3-node cluster scenario and writes target/chaos/table.md;
+docs/reliability.md holds the latest table. The pytest suite (test_delivery.py) runs a subset of the
+same cells in CI.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+from harness import ROOT, Broker, Cluster, broker_versions, harness
+from spark_runs import finish, run_spark, start_spark
+
+STRATEGIES = ["none", "idempotent", "checkpoint-dedup", "two-phase-commit"]
+EXACTLY_ONCE = {"checkpoint-dedup", "two-phase-commit"}
+FAILURES = {
+    "F1": "a read task throws midway; Spark retries it",
+    "F2": "the batch fails after its reader finished; the query restarts",
+    "F3": "an executor JVM is killed (SIGKILL, local-cluster mode)",
+    "F4": "the driver is killed after offset log N, before the sink has N; restart",
+    "F5": "the driver is killed after the sink has N, before commit log N; restart",
+    "F6": "the broker is killed (SIGKILL) and started again mid-stream",
+    "F7": "the Spark JVM pauses (SIGSTOP) longer than the session and the locks",
+    "F8": "foreachBatch runs two actions on the batch",
+    "F9": "two queries and Kafka's console share consumer in one group",
+    "F10": "a poison record fails its batch three times, then the fix is deployed",
+    "F11": "the query is stopped and started five times in a row",
+}
+LOCK_MS = 15000  # the shortest lock the broker allows: what a dead consumer held comes back quickly
+
+
+@dataclass
+class Cell:
+    failure: str
+    strategy: str
+    produced: int
+    landed: int
+    lost: int
+    doubled: int
+    recover_s: float | None
+    detail: str = ""
+
+    def row(self) -> str:
+        recover = "-" if self.recover_s is None else f"{self.recover_s:.1f}"
+        return (f"| {self.failure} | {self.strategy} | {self.produced} | {self.landed} | {self.lost} | {self.doubled} "
+                f"| {recover} | {self.detail} |")
+
+    def problems(self) -> list[str]:
+        """The suite's requirements: nothing lost anywhere, nothing doubled with exactly-once strategies."""
+        found = []
+        if self.lost:
+            found.append(f"{self.failure}/{self.strategy}: {self.lost} records lost")
+        if self.doubled and self.strategy in EXACTLY_ONCE:
+            found.append(f"{self.failure}/{self.strategy}: {self.doubled} records landed twice")
+        return found
+
+
+TABLE_HEADER = ("| failure | strategy | produced | landed | lost | doubled | seconds to recover | detail |\n"
+                "|---|---|---:|---:|---:|---:|---:|---|")
+
+
+def run_cell(broker: Broker, work: Path, failure: str, strategy: str, seed: int, records: int = 4000) -> Cell:
+    """One failure against one strategy; `work` is an empty directory for the checkpoint and the sink."""
+    rng = random.Random(f"{seed}/{failure}/{strategy}")
+    name = f"chaos-{failure}-{strategy}-{uuid.uuid4().hex[:6]}".lower()
+    topic, group = name, f"{name}-group"
+    broker.create_topic(topic, 2)
+    # Earliest before anyone joins: F9's console consumer may join the group before the queries do.
+    group_settings = {"share.record.lock.duration.ms": str(LOCK_MS), "share.auto.offset.reset": "earliest"}
+    if failure == "F7":  # a short session, so that the pause outlives it (the harness lowers the broker's minimum)
+        group_settings.update({"share.session.timeout.ms": "6000", "share.heartbeat.interval.ms": "1000"})
+    broker.group_config(group, group_settings)
+    upstream = None
+    if failure in ("F3", "F6", "F7", "F9"):
+        # Half now, half while the query runs (20 s at a steady rate): the failure strikes mid-stream.
+        broker.produce(topic, records // 2)
+        rate = max(10, (records - records // 2) // 20 // 10 * 10)
+        upstream = threading.Thread(target=harness, args=("produce-rate", broker.bootstrap, topic, str(rate), "20",
+                                                          str(records // 2)), kwargs={"timeout": 400})
+        upstream.start()
+        records = records // 2 + rate * 20
+    else:
+        broker.produce(topic, records)
+    config: dict[str, object] = {
+        "bootstrap": broker.bootstrap, "topic": topic, "group": group, "strategy": strategy, "parallelism": 2,
+        "checkpoint": str(work / "checkpoint"), "sink": str(work / "sink"), "marker": str(work / "injected"),
+        "expected": records, "timeout_s": 240, "failure": failure,
+        # Several batches (a poll returns at most max.poll.records, 500), so that the failure can strike
+        # any of them. Not maxRecordsPerTrigger: see docs/reliability.md, "what the suite found".
+        "failure_batch": rng.randint(1, 3), "inject_after_s": round(rng.uniform(0.0, 2.0), 1),
+    }
+    where = f"batch {config['failure_batch']}"
+    if failure in ("F3", "F6", "F7"):
+        where = f"{config['inject_after_s']} s after the first rows"
+    if failure == "F3":
+        config["master"] = "local-cluster[2,1,1024]"
+    if failure == "F6":
+        node = rng.choice(broker.node_dirs())
+        config.update({"broker_dir": str(node), "broker_version": broker.version})
+        if len(broker.node_dirs()) > 1:
+            where += f", {node.name}"
+    if failure == "F7":
+        config["pause_s"] = LOCK_MS / 1000 + 5
+    if failure == "F10":
+        config["poison_key"] = str(rng.randrange(records))
+        where = f"key {config['poison_key']}"
+
+    if failure == "F9":
+        cell = _shared_group(broker, work, config, rng, records)
+        upstream.join()  # type: ignore[union-attr]
+        return cell
+    if failure in ("F4", "F5"):
+        run_spark("share_stream.py", json.dumps(config), timeout=400, killed=True)
+    if failure == "F11":
+        for _ in range(5):
+            run_spark("share_stream.py", json.dumps({**config, "stop_after_batches": 1}), timeout=400)
+        Path(str(config["marker"])).write_text(str(time.time()))  # "injected": the last stop
+        where = "5 stops"
+    result = run_spark("share_stream.py", json.dumps(config), timeout=400)
+    if upstream:
+        upstream.join()
+    if not Path(str(config["marker"])).exists() and failure not in ("F8", "-"):
+        raise AssertionError(f"{failure}/{strategy}: the failure was never injected: {result.get('progress')}")
+    mismatch = Path(f"{config['sink']}.replay-mismatch")
+    if mismatch.exists():
+        raise AssertionError(f"{failure}/{strategy}: two reads of one batch differed: {mismatch.read_text()}")
+    rows, distinct = int(result["rows"]), int(result["distinct"])  # type: ignore[call-overload]
+    return Cell(failure, strategy, records, rows, records - distinct, rows - distinct,
+                _seconds_to_recover(work), where)
+
+
+def _seconds_to_recover(work: Path) -> float | None:
+    """From the injection to the first batch committed after it (commit log file times)."""
+    marker = work / "injected"
+    if not marker.exists() or not marker.read_text().strip():
+        return None
+    injected_at = float(marker.read_text())
+    commits = [f.stat().st_mtime for f in (work / "checkpoint" / "commits").iterdir() if f.name.isdigit()]
+    after = [t for t in commits if t > injected_at]
+    return round(min(after) - injected_at, 1) if after else None
+
+
+def _console_share_consumer(broker: Broker, topic: str, group: str, max_messages: int) -> list[str]:
+    """Kafka's own kafka-console-share-consumer (kafka-tools), as its own process: the keys it received."""
+    classpath = (ROOT / "target" / "bench" / "tools.classpath").read_text().strip()
+    done = subprocess.run(["java", "-Xmx256m", "-cp", classpath, "org.apache.kafka.tools.consumer.ConsoleShareConsumer",
+                           "--bootstrap-server", broker.bootstrap, "--topic", topic, "--group", group,
+                           "--property", "print.key=true", "--property", "print.value=false",
+                           "--max-messages", str(max_messages), "--timeout-ms", "20000"],
+                          capture_output=True, text=True, timeout=180)
+    return [line.strip() for line in done.stdout.splitlines() if line.strip().isdigit()]
+
+
+def _shared_group(broker: Broker, work: Path, config: dict[str, object], rng: random.Random, records: int) -> Cell:
+    """F9: two queries share the group with Kafka's console share consumer, all started together."""
+    queries = []
+    for q in ("a", "b"):
+        queries.append({**config, "checkpoint": str(work / f"checkpoint-{q}"), "sink": str(work / f"sink-{q}"),
+                        "status_file": str(work / f"status-{q}"), "until_file": str(work / "enough"),
+                        "report_keys": True, "failure": "none", "marker": str(work / f"marker-{q}")})
+    processes = [start_spark("share_stream.py", json.dumps(q)) for q in queries]
+    statuses = [Path(str(q["status_file"])) for q in queries]
+
+    def landed_by_queries() -> int:
+        return sum(int(s.read_text() or 0) for s in statuses if s.exists())
+
+    # Kafka's console share consumer joins with the queries and takes a seeded number of records.
+    outside: list[str] = []
+    console = threading.Thread(target=lambda: outside.extend(
+        _console_share_consumer(broker, str(config["topic"]), str(config["group"]), rng.randint(100, records // 4))))
+    console.start()
+    deadline = time.time() + 240
+    console.join(timeout=200)
+    while landed_by_queries() + len(outside) < records and time.time() < deadline:
+        time.sleep(1)
+    time.sleep(3)  # a record landing twice would show in these seconds
+    (work / "enough").touch()
+    results = [finish(p, timeout=120) for p in processes]
+    keys = [k for r in results for k in r.get("keys", [])]  # type: ignore[attr-defined]
+    everything = keys + outside
+    received = set(everything)
+    return Cell("F9", str(config["strategy"]), records, len(everything), records - len(received & {str(i) for i in range(records)}),
+                len(everything) - len(received), None,
+                f"query a {len(results[0].get('keys', []))}, query b {len(results[1].get('keys', []))}, "  # type: ignore[arg-type]
+                f"console consumer {len(outside)}")
+
+
+def print_table(cells: list[Cell], seed: int, out: Path | None) -> None:
+    text = f"seed {seed}\n\n{TABLE_HEADER}\n" + "\n".join(c.row() for c in cells) + "\n"
+    print(text, flush=True)
+    if out:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(text)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--seed", type=int, default=int(time.time()) % 100000)
+    parser.add_argument("--records", type=int, default=4000)
+    parser.add_argument("--failures", default=",".join(FAILURES))
+    parser.add_argument("--strategies", default=",".join(STRATEGIES))
+    parser.add_argument("--cluster", action="store_true", help="also kill and restart one node of a 3-node cluster")
+    args = parser.parse_args()
+    print(f"chaos suite, seed {args.seed} (rerun the same points with --seed {args.seed})", flush=True)
+    out = ROOT / "target" / "chaos"
+    work = out / f"run-{args.seed}"
+    version = broker_versions()[-1]
+    broker = Broker(version, work / "broker").start()
+    cells: list[Cell] = []
+    try:
+        for failure in args.failures.split(","):
+            for strategy in args.strategies.split(","):
+                started = time.time()
+                cell_dir = work / f"{failure}-{strategy}"
+                try:
+                    cell = run_cell(broker, cell_dir, failure, strategy, args.seed, args.records)
+                except Exception as e:  # a cell that could not run is a failed cell, reported with the rest
+                    cell = Cell(failure, strategy, args.records, 0, args.records, 0, None, f"ERROR {str(e)[:200]}")
+                cells.append(cell)
+                print(cell.row(), f"({time.time() - started:.0f} s)", flush=True)
+        if args.cluster:
+            cluster = Cluster(version, work / "cluster").start()
+            try:
+                for strategy in args.strategies.split(","):
+                    cell = run_cell(cluster, work / f"cluster-{strategy}", "F6", strategy, args.seed, args.records)
+                    cell.failure = "F6 (3 nodes)"
+                    cells.append(cell)
+                    print(cell.row(), flush=True)
+            finally:
+                cluster.stop()
+    finally:
+        broker.stop()
+    print_table(cells, args.seed, out / "table.md")
+    problems = [p for c in cells for p in c.problems()] + [f"{c.failure}/{c.strategy}: {c.detail}" for c in cells
+                                                            if c.detail.startswith("ERROR")]
+    for p in problems:
+        print("FAILED:", p)
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

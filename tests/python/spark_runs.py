@@ -1,0 +1,55 @@
+"""Spark applications of tests/python/spark_apps, each in its own Python process (its own Spark JVM).
+
+Spark takes jars only when its JVM starts, so each configuration gets a fresh process. Used by the
+pytest suites and by the chaos suite (chaos.py), which runs without pytest.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+RESULTS = HERE.parents[1] / "target" / "test-results"
+SPARK_LOGS = RESULTS / "spark-logs"
+
+
+def _log_name(script: str) -> Path:
+    test = os.environ.get("PYTEST_CURRENT_TEST", os.environ.get("KAFKASHARE_RUN", script)).split(" ")[0]
+    return SPARK_LOGS / (re.sub(r"[^A-Za-z0-9_.-]+", "_", test) + ".log")
+
+
+def start_spark(script: str, *args: str) -> subprocess.Popen[str]:
+    """Starts spark_apps/<script>; finish() waits for it and returns its JSON."""
+    return subprocess.Popen([sys.executable, str(HERE / "spark_apps" / script), *args],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def finish(process: subprocess.Popen[str], timeout: float = 300, killed: bool = False) -> dict[str, object]:
+    """Waits for a Spark application; with killed=True it must die by SIGKILL (an injected driver crash)."""
+    try:
+        stdout, stderr = process.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        stdout, stderr = process.communicate()
+        stderr += f"\n(killed after {timeout} s)"
+    log = _log_name(str(process.args[1]))  # type: ignore[index]
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with log.open("a") as f:
+        f.write(stderr)
+    if killed:
+        assert process.returncode == -9, f"was to be killed, exited {process.returncode}:\n{stderr[-6000:]}"
+        return {}
+    if process.returncode != 0:
+        raise AssertionError(f"{' '.join(map(str, process.args))[-300:]} exited {process.returncode}:\n{stderr[-6000:]}")
+    result: dict[str, object] = json.loads(stdout.strip().splitlines()[-1])
+    return result
+
+
+def run_spark(script: str, *args: str, timeout: float = 300, killed: bool = False) -> dict[str, object]:
+    """Runs spark_apps/<script> to its end and returns the JSON line it prints last."""
+    return finish(start_spark(script, *args), timeout=timeout, killed=killed)
