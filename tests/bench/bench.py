@@ -68,7 +68,7 @@ def main() -> None:
     try:
         topic = "bench"
         broker.create_topic(topic, args.partitions)
-        broker.produce(topic, args.records, args.size)
+        broker.produce(topic, args.records, args.size, bulk=True)
         print(f"Kafka {version}, topic '{topic}': {args.partitions} partitions, {args.records:,} records of "
               f"{args.size} bytes; K={args.parallelism}; {platform.processor() or platform.machine()}, "
               f"{subprocess.run(['nproc'], capture_output=True, text=True).stdout.strip()} cores", flush=True)

@@ -85,8 +85,10 @@ class Broker:
     def read_from_earliest(self, group: str) -> None:
         harness("earliest", self.bootstrap, group)
 
-    def produce(self, topic: str, count: int, value_bytes: int = 100, first_key: int = 0) -> None:
-        harness("produce", self.bootstrap, topic, str(count), str(value_bytes), str(first_key), timeout=400)
+    def produce(self, topic: str, count: int, value_bytes: int = 100, first_key: int = 0, bulk: bool = False) -> None:
+        """Typical 16 KB producer batches, or 256 KB lz4 ones (`bulk`, for benchmarks): a poll returns whole batches."""
+        harness("produce", self.bootstrap, topic, str(count), str(value_bytes), str(first_key),
+                *(["bulk"] if bulk else []), timeout=400)
 
     def share_consume(self, group: str, topic: str, expected: int, timeout_ms: int = 60000) -> int:
         return int(harness("share-consume", self.bootstrap, group, topic, str(expected), str(timeout_ms)))

@@ -33,6 +33,10 @@ def test_max_records_per_trigger_bounds_every_batch(broker: Broker, fresh_name: 
     check("max", "checkpoint-dedup", landed, 2000, tmp_path)
     sizes = landed["batch_sizes"]
     assert isinstance(sizes, list) and sizes and max(sizes) <= 300, sizes
+    # A poll takes more than a task's share (whole record batches); the rest waits for the next task,
+    # acquired, instead of going back to the group and coming again with its delivery count raised.
+    counts = [int(p[3]["lastBatchMaxDeliveryCount"]) for p in landed["progress"]]  # type: ignore[index, union-attr]
+    assert max(counts) == 1, counts
 
 
 def test_one_partition_is_read_by_every_consumer(broker: Broker, fresh_name: Callable[[str], str], tmp_path: Path) -> None:

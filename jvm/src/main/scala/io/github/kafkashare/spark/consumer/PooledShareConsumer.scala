@@ -16,9 +16,18 @@ import org.apache.kafka.common.serialization.ByteArrayDeserializer
  * The rules it keeps (Kafka's, and the delivery contract's):
  *  - one thread at a time: the pool hands it to one task, or to the commit watcher, never both;
  *  - every record of a poll is acknowledged before the next poll (explicit mode demands it);
- *  - only this consumer acknowledges what it acquired, so it goes back to the pool holding nothing.
+ *  - only this consumer acknowledges what it acquired, so it goes back to the pool holding nothing
+ *    but its carry (below).
+ *
+ * The carry: a poll returns whole record batches, often more than a task's share of
+ * maxRecordsPerTrigger. RELEASEing the rest would spend one of each record's delivery attempts
+ * (share.delivery.count.limit) for nothing, and a small limit would archive records unread. So the
+ * rest is carried: still acquired, unacknowledged, and the next task that borrows this consumer
+ * takes it instead of polling. The pool closes a consumer whose carry has aged past half a lock
+ * duration (closing hands everything it holds back to the group).
  */
 final class PooledShareConsumer(val key: ConsumerKey) {
+  import PooledShareConsumer.Record
 
   private val consumer = {
     val props = new Properties
@@ -29,12 +38,21 @@ final class PooledShareConsumer(val key: ConsumerKey) {
   }
   private var subscribed: Set[String] = Set.empty
   // Acquired and not yet acknowledged (ConsumerRecord compares by identity, which is what we want).
-  private val held = mutable.LinkedHashSet.empty[ConsumerRecord[Array[Byte], Array[Byte]]]
+  private val held = mutable.LinkedHashSet.empty[Record]
+  // Acquired, not yet given to any batch, and when the poll that acquired them ran (System.nanoTime).
+  private var carried      = Seq.empty[Record]
+  private var carriedSince = 0L
 
   def holding: Int = held.size
 
+  def carrying: Int = carried.size
+
   /** When it last went back to the pool (System.nanoTime); the pool closes it after key.idleCloseMs. */
   @volatile private[consumer] var idleSinceNanos: Long = System.nanoTime
+
+  /** Since when what it holds in the pool has been locked: its carry's age counts, not only its idle time. */
+  private[consumer] def lockedSinceNanos: Long =
+    if (carried.nonEmpty) math.min(idleSinceNanos, carriedSince) else idleSinceNanos
 
   private var joined = false
 
@@ -43,25 +61,38 @@ final class PooledShareConsumer(val key: ConsumerKey) {
    * consumer that just joined gets nothing until the group has assigned it partitions, which
    * happens on a heartbeat (share.heartbeat.interval.ms, 5 s by default): until its first records, a
    * new consumer waits at least [[PooledShareConsumer.JoinTimeoutMs]]. The records are held until
-   * acknowledged.
+   * acknowledged. A carry, if any, is returned instead, without asking the broker.
    */
-  def poll(topics: Seq[String], timeoutMs: Long): Seq[ConsumerRecord[Array[Byte], Array[Byte]]] = {
+  def poll(topics: Seq[String], timeoutMs: Long): PooledShareConsumer.Polled = {
     require(held.isEmpty, s"poll while holding ${held.size} unacknowledged records")
+    if (carried.nonEmpty) {
+      val records = carried
+      carried = Seq.empty
+      held ++= records
+      return PooledShareConsumer.Polled(records, carriedSince, fromCarry = true)
+    }
     if (topics.toSet != subscribed) { consumer.subscribe(topics.asJava); subscribed = topics.toSet }
     val waitMs   = if (joined) timeoutMs else math.max(timeoutMs, PooledShareConsumer.JoinTimeoutMs)
     val deadline = System.nanoTime + waitMs * 1000000L
-    var records  = Seq.empty[ConsumerRecord[Array[Byte], Array[Byte]]]
+    var records  = Seq.empty[Record]
     while (records.isEmpty && System.nanoTime < deadline) {
       val remainingMs = math.max(1L, (deadline - System.nanoTime) / 1000000L)
       records = consumer.poll(Duration.ofMillis(math.min(remainingMs, 500L))).asScala.toSeq
     }
     held ++= records
     if (records.nonEmpty) joined = true
-    records
+    PooledShareConsumer.Polled(records, System.nanoTime, fromCarry = false)
+  }
+
+  /** Keeps held records, acquired at `acquiredAtNanos`, for the next [[poll]] (the carry, above). */
+  def carry(records: Seq[Record], acquiredAtNanos: Long): Unit = if (records.nonEmpty) {
+    records.foreach(held -= _)
+    carriedSince = if (carried.isEmpty) acquiredAtNanos else math.min(carriedSince, acquiredAtNanos)
+    carried ++= records
   }
 
   /** Marks records as decided; the decisions are sent with the next [[commit]]. */
-  def acknowledge(records: Iterable[ConsumerRecord[Array[Byte], Array[Byte]]], kind: AcknowledgeType): Unit =
+  def acknowledge(records: Iterable[Record], kind: AcknowledgeType): Unit =
     records.foreach { r => consumer.acknowledge(r, kind); held -= r }
 
   /**
@@ -98,6 +129,11 @@ final class PooledShareConsumer(val key: ConsumerKey) {
 
 object PooledShareConsumer {
   val JoinTimeoutMs = 12000L
+
+  /** What a poll gave: the records, when they were acquired, and whether they are a carry. */
+  type Record = ConsumerRecord[Array[Byte], Array[Byte]]
+
+  final case class Polled(records: Seq[Record], acquiredAtNanos: Long, fromCarry: Boolean)
 
   def kafkaType(decision: Decision): AcknowledgeType = decision match {
     case Decision.Accept  => AcknowledgeType.ACCEPT

@@ -13,15 +13,17 @@ import org.apache.spark.internal.Logging
  *
  * Contract:
  *  - `borrow` hands out an idle consumer of that key, or a new one; the borrower has it alone.
- *  - `giveBack` takes it back; it must hold no acquired record (the pool RELEASEs leftovers, so a
- *    borrower's bug cannot make another task acknowledge its records).
+ *  - `giveBack` takes it back; it must hold no acquired record but its carry (the pool RELEASEs
+ *    leftovers, so a borrower's bug cannot make another task acknowledge its records).
  *  - `discard` closes it (after an error that may have left it in an unknown state).
  *  - A consumer that holds records for a two-phase commit is with the [[io.github.kafkashare.spark.ack.CommitWatcher]],
  *    not in the pool, until its batch commits.
- *  - A consumer idle for longer than its key's `idleCloseMs` is closed. Why: a share consumer fetches
- *    ahead, and records it fetched but a poll did not return yet stay acquired by it, invisible to
- *    the rest of the group, until it polls again or closes. A stopped query polls no more, so its
- *    consumers must go; `closeIdle` does it at once where the driver shares the JVM (local mode).
+ *  - A consumer idle for longer than its key's `idleCloseMs`, or whose carry is older than that, is
+ *    closed, and never handed out. Why: records a consumer fetched but a poll did not return yet, and
+ *    its carry, stay acquired by it, invisible to the rest of the group, until it polls again or
+ *    closes; past half a lock they are too close to expiry to be given to a batch. A stopped query
+ *    polls no more, so its consumers must go; `closeIdle` does it at once where the driver shares
+ *    the JVM (local mode).
  * No capacity limit: the pool holds at most as many consumers as tasks ran at once on this executor.
  */
 object ShareConsumerPool extends Logging {
@@ -33,12 +35,21 @@ object ShareConsumerPool extends Logging {
   def consumersCreated: Long = created.get
 
   def borrow(key: ConsumerKey): PooledShareConsumer = {
-    val pooled = Option(idle.get(key)).flatMap(q => Option(q.pollFirst()))
-    pooled.getOrElse {
+    val queue = idle.get(key)
+    var found: PooledShareConsumer = null
+    while (found == null && queue != null && !queue.isEmpty) {
+      val c = queue.pollFirst()
+      if (c != null) { if (tooLongLocked(c)) discard(c) else found = c }
+    }
+    if (found != null) found
+    else {
       created.incrementAndGet()
       new PooledShareConsumer(key)
     }
   }
+
+  private def tooLongLocked(c: PooledShareConsumer): Boolean =
+    TimeUnit.NANOSECONDS.toMillis(System.nanoTime - c.lockedSinceNanos) > c.key.idleCloseMs
 
   def giveBack(consumer: PooledShareConsumer): Unit =
     try {
@@ -67,9 +78,8 @@ object ShareConsumerPool extends Logging {
 
   private def closeLongIdle(): Unit = idle.values.asScala.foreach { queue =>
     queue.asScala.toList.foreach { c =>
-      val idleMs = TimeUnit.NANOSECONDS.toMillis(System.nanoTime - c.idleSinceNanos)
       // remove() fails when a borrower took it meanwhile: then it is theirs, not ours to close.
-      if (idleMs > c.key.idleCloseMs && queue.remove(c)) discard(c)
+      if (tooLongLocked(c) && queue.remove(c)) discard(c)
     }
   }
 

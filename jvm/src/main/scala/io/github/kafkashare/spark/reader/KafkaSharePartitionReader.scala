@@ -64,9 +64,10 @@ final class KafkaSharePartitionReader(partition: KafkaShareInputPartition)
     val consumer = ShareConsumerPool.borrow(partition.consumerKey)
     var pinned   = false
     try {
-      val polled     = consumer.poll(partition.topics, partition.pollTimeoutMs)
-      val polledAt   = System.nanoTime
-      counters.acquired += polled.size
+      val poll     = consumer.poll(partition.topics, partition.pollTimeoutMs)
+      val polled   = poll.records
+      val polledAt = poll.acquiredAtNanos
+      if (!poll.fromCarry) counters.acquired += polled.size
       polled.foreach(r => counters.maxDeliveryCount = math.max(counters.maxDeliveryCount, RecordRows.deliveryCountOf(r)))
 
       val (redelivered, unpinned) =
@@ -77,7 +78,8 @@ final class KafkaSharePartitionReader(partition: KafkaShareInputPartition)
         case None         => (Seq.empty[Record], unpinned)
       }
       rejectPoison(consumer, poison)
-      // A poll may return more than asked (max.poll.records is a soft limit): the rest goes back to the group.
+      // A poll returns whole record batches, often more than this task's share of maxRecordsPerTrigger:
+      // the rest stays acquired for the next task (PooledShareConsumer's carry), not RELEASEd.
       val (kept, overLimit) = fresh.splitAt(partition.maxRecords)
 
       val entry          = AcquisitionEntry.of(kept.map(r => (r.topic, r.partition, r.offset, RecordRows.deliveryCountOf(r))))
@@ -85,9 +87,8 @@ final class KafkaSharePartitionReader(partition: KafkaShareInputPartition)
       pinned = ours
 
       consumer.acknowledge(redelivered, AcknowledgeType.ACCEPT)
-      consumer.acknowledge(overLimit, AcknowledgeType.RELEASE)
+      consumer.carry(overLimit, polledAt)
       counters.dropped += redelivered.size
-      counters.released += overLimit.size
       if (!ours) {
         // Another attempt of this task pinned first: its entry is the batch's truth, ours goes back.
         consumer.acknowledge(kept, AcknowledgeType.RELEASE)
@@ -95,10 +96,12 @@ final class KafkaSharePartitionReader(partition: KafkaShareInputPartition)
         finish(consumer, polledAt)
         replay(winner)
       } else if (partition.holdUntilCommit && kept.nonEmpty) {
-        consumer.commit() // the dropped, poison and over-limit records; the kept ones stay held
+        consumer.commit() // the dropped and poison records; the kept ones stay held
         counters.lockUsedPercent = lockUsedPercent(polledAt)
+        // The locks started at the poll, which for a carry was some time ago.
+        val lockLeftMs = (partition.lockDurationMs * 0.8).toLong - (System.nanoTime - polledAt) / 1000000L
         CommitWatcher.holdUntilCommitted(consumer, new Path(partition.commitFile), partition.hadoopConf,
-          (partition.lockDurationMs * 0.8).toLong,
+          math.max(lockLeftMs, partition.lockDurationMs / 4),
           partition.explicitDefault.map(CommitWatcher.ExplicitDecisions(partition.decisions, partition.batch, _)))
         kept.map(r => r -> RecordRows.deliveryCountOf(r))
       } else {

@@ -12,7 +12,7 @@ import java.nio.file.Paths
  *   create-topic <bootstrap> <topic> <partitions>
  *   earliest <bootstrap> <group>  set share.auto.offset.reset=earliest on the group
  *   group-config <bootstrap> <group> <key>=<value>...
- *   produce <bootstrap> <topic> <count> [valueBytes] [firstKey]
+ *   produce <bootstrap> <topic> <count> [valueBytes] [firstKey] [bulk]   bulk: 256 KB lz4 batches
  *   produce-rate <bootstrap> <topic> <perSecond> <seconds> [firstKey]   prints the count produced
  *   share-consume <bootstrap> <group> <topic> <expected> [timeoutMs]   prints the count received
  *   group-state <bootstrap> <group>   prints the share group's state as JSON
@@ -52,7 +52,8 @@ object HarnessCli {
         }
       }.toMap)
     case "produce" :: bootstrap :: topic :: count :: rest =>
-      new KafkaTestOps(bootstrap).produce(topic, count.toInt, rest.headOption.map(_.toInt).getOrElse(100), rest.lift(1).map(_.toInt).getOrElse(0))
+      new KafkaTestOps(bootstrap).produce(topic, count.toInt, rest.headOption.map(_.toInt).getOrElse(100),
+        rest.lift(1).map(_.toInt).getOrElse(0), bulk = rest.lift(2).contains("bulk"))
     case "produce-rate" :: bootstrap :: topic :: perSecond :: seconds :: rest =>
       println(new KafkaTestOps(bootstrap).produceAtRate(topic, perSecond.toInt, seconds.toInt, rest.headOption.map(_.toInt).getOrElse(0)))
     case "share-consume" :: bootstrap :: group :: topic :: expected :: rest =>
