@@ -18,7 +18,7 @@ JVM_SOURCES     := build.sbt versions.properties project/plugins.sbt $(shell fin
 HARNESS_SOURCES := build.sbt versions.properties $(shell find tests/harness/src -type f 2>/dev/null)
 PY_SOURCES      := python/pyproject.toml python/README.md $(shell find $(PKG) -name '*.py' -o -name py.typed 2>/dev/null | grep -v _version.py)
 
-.PHONY: demo test test-jvm test-python typecheck build wheel bench chaos clean
+.PHONY: demo test test-jvm test-python typecheck build wheel bench chaos longrun clean
 
 demo: $(VENV)/installed-wheel
 	$(PY) python/examples/demo.py
@@ -42,6 +42,11 @@ bench: $(VENV)/installed-wheel target/bench/tools.classpath
 # Parameters: make chaos CHAOS_ARGS="--seed 42 --records 4000 --failures F3,F6 --strategies checkpoint-dedup"
 chaos: $(VENV)/installed-wheel target/bench/tools.classpath
 	cd tests/python && ../../$(PY) chaos.py --cluster $(CHAOS_ARGS)
+
+# The long run: a steady produce rate for 12 minutes, a failure every minute, live heap of driver and
+# executors each minute (docs/reliability.md). Parameters: make longrun LONGRUN_ARGS="--minutes 20 --rate 500"
+longrun: $(VENV)/installed-wheel target/bench/tools.classpath
+	cd tests/python && ../../$(PY) longrun.py $(LONGRUN_ARGS)
 
 # Kafka's command-line tools (kafka-tools): the bench's ShareConsumerPerformance, F9's console share consumer.
 target/bench/tools.classpath: $(HARNESS_SOURCES)

@@ -229,7 +229,7 @@ def main() -> int:
     broker = Broker(version, work / "broker").start()
     cells: list[Cell] = []
     try:
-        for failure in args.failures.split(","):
+        for failure in filter(None, args.failures.split(",")):  # --failures "" --cluster: the cluster only
             for strategy in args.strategies.split(","):
                 started = time.time()
                 cell_dir = work / f"{failure}-{strategy}"

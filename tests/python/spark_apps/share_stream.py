@@ -8,7 +8,8 @@ batch landed), marker (a file that makes a failure happen once; it receives the 
 injection), broker_dir and broker_version (F6: the broker to restart), pause_s (F7), stop_after_batches (stop after that many non-empty batches), options (extra options),
 trigger ("processing" or "available_now"), trigger_interval (of the processing-time trigger), idle_check_s (after everything landed, stay running that
 long and report how many batches ran meanwhile), status_file (the sink's distinct count, rewritten
-every second), until_file (run until it exists instead of until `expected` landed), report_keys.
+every status_every_s seconds, 1 by default), until_file (run until it exists instead of until
+`expected` landed), report_keys, pid_file (receives {"pid": driver JVM, "app_id": ...} at start).
 
 The sink writes batch N to <sink>/batch=N with mode overwrite, so a re-run batch replaces itself:
 an idempotent sink per batch id, as the delivery contract assumes.
@@ -187,7 +188,10 @@ def wait_for_progress(done: object, within_s: float = 30) -> None:
 
 deadline = time.time() + float(config.get("timeout_s", 120))
 restarts = 0
+if config.get("pid_file"):
+    Path(config["pid_file"]).write_text(json.dumps({"pid": spark_jvm_pid(), "app_id": spark.sparkContext.applicationId}))
 query = start_query()
+status_written = 0.0
 inject_in_background()
 result: dict[str, object] = {}
 if config.get("trigger") == "available_now":
@@ -200,8 +204,9 @@ while config.get("trigger") != "available_now" and time.time() < deadline:
         restarts += 1  # F2: the query failed; a restart re-runs the failed batch from its offset log
         query = start_query()
     progress = [p for p in query.recentProgress if p["numInputRows"] > 0]
-    if config.get("status_file"):
+    if config.get("status_file") and time.time() - status_written >= float(config.get("status_every_s", 1)):
         Path(config["status_file"]).write_text(str(landed()[1]))
+        status_written = time.time()
     if config.get("until_file"):
         if Path(config["until_file"]).exists():
             break
