@@ -13,12 +13,14 @@ JAR     := jvm/target/scala-2.13/spark-kafka-share_2.13-$(project.version).jar
 PKG     := python/src/spark_kafka_share
 WHEEL   := dist/spark_kafka_share-$(project.version)-py3-none-any.whl
 HARNESS := target/harness.classpath
+# A Maven repository holding the connector (jar, sources, pom), for `spark-submit --packages` tests.
+MAVEN_REPO := target/maven-repo/io/github/kafkashare/spark-kafka-share_2.13/$(project.version)
 
 JVM_SOURCES     := build.sbt versions.properties project/plugins.sbt $(shell find jvm/src -type f 2>/dev/null)
 HARNESS_SOURCES := build.sbt versions.properties $(shell find tests/harness/src -type f 2>/dev/null)
 PY_SOURCES      := python/pyproject.toml python/README.md $(shell find $(PKG) -name '*.py' -o -name py.typed 2>/dev/null | grep -v _version.py)
 
-.PHONY: demo test test-jvm test-python typecheck build wheel bench chaos longrun clean
+.PHONY: demo test test-jvm test-python typecheck build wheel publish bench chaos longrun clean
 
 demo: $(VENV)/installed-wheel
 	$(PY) python/examples/demo.py
@@ -27,10 +29,11 @@ demo: $(VENV)/installed-wheel
 test: test-jvm test-python
 
 test-jvm:
-	$(SBT) connector/test connector/assembly harness/exportHarnessClasspath harness/fetchBenchTools integration/test
+	$(SBT) connector/test connector/assembly connector/publish harness/exportHarnessClasspath harness/fetchBenchTools integration/test
+	@touch $(MAVEN_REPO)
 
 # Two workers: most of a Spark test's time is spent waiting (JVM start, batches, lock expiry).
-test-python: $(VENV)/installed-wheel target/bench/tools.classpath typecheck
+test-python: $(VENV)/installed-wheel target/bench/tools.classpath $(MAVEN_REPO) typecheck
 	$(PY) -m pytest -n 2 --dist loadgroup tests/python
 
 # Throughput against Kafka's share consumer tool and Spark's own Kafka source (docs/performance.md).
@@ -59,8 +62,15 @@ build: $(JAR) $(HARNESS)
 
 wheel: $(WHEEL)
 
+# The connector as a Maven repository in target/maven-repo: spark-submit --packages io.github.kafkashare:spark-kafka-share_2.13:<version> --repositories file://$$PWD/target/maven-repo
+publish: $(MAVEN_REPO)
+
 $(JAR): $(JVM_SOURCES)
 	$(SBT) connector/assembly
+	@touch $@
+
+$(MAVEN_REPO): $(JVM_SOURCES)
+	$(SBT) connector/publish
 	@touch $@
 
 $(HARNESS): $(HARNESS_SOURCES)
@@ -80,7 +90,9 @@ $(VENV)/installed-wheel: $(WHEEL) $(HARNESS)
 
 $(VENV)/installed-tools: versions.properties
 	python3 -m venv $(VENV)
-	$(PY) -m pip install --quiet pyspark==$(pyspark) pytest==$(pytest) pytest-xdist==$(pytest-xdist) mypy==$(mypy) build==$(build) setuptools==$(setuptools)
+	$(PY) -m pip install --quiet pyspark==$(pyspark) pytest==$(pytest) pytest-xdist==$(pytest-xdist) mypy==$(mypy) build==$(build) \
+		setuptools==$(setuptools) twine==$(twine) pandas==$(pandas) pyarrow==$(pyarrow) grpcio==$(grpcio) \
+		grpcio-status==$(grpcio-status) googleapis-common-protos==$(googleapis-common-protos) zstandard==$(zstandard)
 	@touch $@
 
 clean:

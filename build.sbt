@@ -63,6 +63,27 @@ lazy val connector = project
     // The plain jar (no kafka-clients inside) would have the same name: keep it out of the way.
     Compile / packageBin / artifactPath := crossTarget.value / "plain" / s"${name.value}_${scalaBinaryVersion.value}-${version.value}.jar",
     assembly / test := {},
+    // `connector/publish` writes a Maven repository to target/maven-repo (the tests use it with
+    // `spark-submit --packages ... --repositories file://...`). The published jar is the shaded one,
+    // so the pom names no dependency: kafka-clients is inside, Spark is the cluster's own.
+    Compile / packageBin / publishArtifact := false,
+    Compile / packageDoc / publishArtifact := false,
+    addArtifact(Compile / packageBin / artifact, assembly),
+    publishMavenStyle := true,
+    publishConfiguration := publishConfiguration.value.withOverwrite(true), // a rebuild replaces the local copy
+    publishTo := Some(MavenCache("kafka-share-local", buildOut.value / "maven-repo")),
+    pomPostProcess := { node =>
+      import scala.xml.{Elem, Node => XNode}
+      import scala.xml.transform.{RewriteRule, RuleTransformer}
+      new RuleTransformer(new RewriteRule {
+        override def transform(n: XNode): Seq[XNode] = n match {
+          case e: Elem if e.label == "dependencies" => Nil
+          case other                               => other
+        }
+      }).transform(node).head
+    },
+    licenses := Seq("Apache-2.0" -> url("https://www.apache.org/licenses/LICENSE-2.0")),
+    description := "Kafka share groups (KIP-932) as a Spark Structured Streaming source: format(\"kafka-share\")",
     assembly / assemblyMergeStrategy := {
       case PathList("module-info.class")                        => MergeStrategy.discard
       case PathList("META-INF", "versions", _, "module-info.class") => MergeStrategy.discard

@@ -196,13 +196,20 @@ def _shared_group(broker: Broker, work: Path, config: dict[str, object], rng: ra
     time.sleep(3)  # a record landing twice would show in these seconds
     (work / "enough").touch()
     results = [finish(p, timeout=120) for p in processes]
-    keys = [k for r in results for k in r.get("keys", [])]  # type: ignore[attr-defined]
-    everything = keys + outside
+    by_member = {"query a": list(results[0].get("keys", [])), "query b": list(results[1].get("keys", [])),  # type: ignore[call-overload]
+                 "console consumer": outside}
+    everything = [k for keys in by_member.values() for k in keys]
     received = set(everything)
+    detail = ", ".join(f"{member} {len(keys)}" for member, keys in by_member.items())
+    # Where doubles are, they say who took a record twice: one member (a replay) or two (a lock that ran out).
+    members = list(by_member)
+    overlaps = [f"{x} and {y} both {n}" for i, x in enumerate(members) for y in members[i + 1:]
+                if (n := len(set(by_member[x]) & set(by_member[y])))]
+    inside = [f"{m} twice {n}" for m, keys in by_member.items() if (n := len(keys) - len(set(keys)))]
+    if overlaps or inside:
+        detail += " (" + "; ".join(overlaps + inside) + ")"
     return Cell("F9", str(config["strategy"]), records, len(everything), records - len(received & {str(i) for i in range(records)}),
-                len(everything) - len(received), None,
-                f"query a {len(results[0].get('keys', []))}, query b {len(results[1].get('keys', []))}, "  # type: ignore[arg-type]
-                f"console consumer {len(outside)}")
+                len(everything) - len(received), None, detail)
 
 
 def print_table(cells: list[Cell], seed: int, out: Path | None) -> None:

@@ -89,7 +89,11 @@ object CommitWatcher extends Logging {
   private def acknowledge(hold: Hold, decide: ((String, Int, Long)) => Decision): Unit = {
     val consumer = hold.consumer
     try {
-      val made = consumer.decideHeld(decide)
+      val (made, refused) = consumer.decideHeld(decide)
+      refused.foreach { case (t, p, e) =>
+        logWarning(s"the broker refused the acknowledgements of ${hold.commitFile.getName}'s held records of $t-$p " +
+          s"(${e.getMessage}): their locks ran out first; they will be delivered again and, pinned, dropped by this query")
+      }
       val c    = counts.computeIfAbsent(consumer.key.groupId, _ => new Counters)
       c.accepted.addAndGet(made.getOrElse(Decision.Accept, 0).toLong)
       c.released.addAndGet(made.getOrElse(Decision.Release, 0).toLong)

@@ -25,6 +25,14 @@ import org.apache.kafka.common.serialization.ByteArrayDeserializer
  * rest is carried: still acquired, unacknowledged, and the next task that borrows this consumer
  * takes it instead of polling. The pool closes a consumer whose carry has aged past half a lock
  * duration (closing hands everything it holds back to the group).
+ *
+ * The client's own buffer: one ShareFetch response can hold more than `max.poll.records` (several
+ * partitions, whole record batches), and the client returns the rest from its buffer at the next
+ * poll, without asking the broker. Those records were acquired when the response came, which can be
+ * long before that next poll: the consumer may have been held for a two-phase commit, or idle in the
+ * pool, meanwhile. So [[poll]] reports for its records the earliest moment they can have been acquired,
+ * and the pool counts that moment too. Kafka's client sends a new fetch only when its buffer is
+ * empty, so a poll that returned fewer than `max.poll.records` left nothing behind.
  */
 final class PooledShareConsumer(val key: ConsumerKey) {
   import PooledShareConsumer.Record
@@ -50,9 +58,17 @@ final class PooledShareConsumer(val key: ConsumerKey) {
   /** When it last went back to the pool (System.nanoTime); the pool closes it after key.idleCloseMs. */
   @volatile private[consumer] var idleSinceNanos: Long = System.nanoTime
 
-  /** Since when what it holds in the pool has been locked: its carry's age counts, not only its idle time. */
+  // Set while the client's buffer may hold acquired records that no poll returned yet (see above):
+  // the earliest moment they can have been acquired.
+  @volatile private var unreturnedSince: Option[Long] = None
+  private val maxPollRecords = key.params.get("max.poll.records").flatMap(_.toIntOption).getOrElse(500)
+
+  /**
+   * Since when what it holds in the pool has been locked: its carry's age and its client buffer's
+   * count, not only its idle time.
+   */
   private[consumer] def lockedSinceNanos: Long =
-    if (carried.nonEmpty) math.min(idleSinceNanos, carriedSince) else idleSinceNanos
+    (Seq(idleSinceNanos) ++ Option.when(carried.nonEmpty)(carriedSince) ++ unreturnedSince).min
 
   private var joined = false
 
@@ -75,13 +91,23 @@ final class PooledShareConsumer(val key: ConsumerKey) {
     val waitMs   = if (joined) timeoutMs else math.max(timeoutMs, PooledShareConsumer.JoinTimeoutMs)
     val deadline = System.nanoTime + waitMs * 1000000L
     var records  = Seq.empty[Record]
+    var lastCall = System.nanoTime
     while (records.isEmpty && System.nanoTime < deadline) {
       val remainingMs = math.max(1L, (deadline - System.nanoTime) / 1000000L)
+      lastCall = System.nanoTime
       records = consumer.poll(Duration.ofMillis(math.min(remainingMs, 500L))).asScala.toSeq
     }
     held ++= records
     if (records.nonEmpty) joined = true
-    PooledShareConsumer.Polled(records, System.nanoTime, fromCarry = false)
+    // Fresh records came with a response that arrived during the last call (the broker acquires them
+    // as it answers); buffered ones are as old as unreturnedSince says.
+    val fresh      = lastCall - PooledShareConsumer.InFlightMarginNanos
+    val acquiredAt = unreturnedSince.fold(fresh)(math.min(_, fresh))
+    unreturnedSince =
+      if (records.isEmpty) Some(System.nanoTime - PooledShareConsumer.InFlightMarginNanos) // a fetch may still answer
+      else if (records.size >= maxPollRecords) Some(acquiredAt)                           // the rest may be buffered
+      else None
+    PooledShareConsumer.Polled(records, acquiredAt, fromCarry = false)
   }
 
   /** Keeps held records, acquired at `acquiredAtNanos`, for the next [[poll]] (the carry, above). */
@@ -110,12 +136,15 @@ final class PooledShareConsumer(val key: ConsumerKey) {
     commit()
   }
 
-  /** Acknowledges each held record as `decide` says and sends it; returns how many got each decision. */
-  def decideHeld(decide: ((String, Int, Long)) => Decision): Map[Decision, Int] = {
+  /**
+   * Acknowledges each held record as `decide` says and sends it; returns how many got each decision
+   * and the partitions whose acknowledgements the broker refused.
+   */
+  def decideHeld(decide: ((String, Int, Long)) => Decision): (Map[Decision, Int], Seq[(String, Int, Throwable)]) = {
     val decided = held.toSeq.groupBy(r => decide((r.topic, r.partition, r.offset)))
     decided.foreach { case (d, records) => acknowledge(records, PooledShareConsumer.kafkaType(d)) }
-    commit()
-    decided.map { case (d, records) => d -> records.size }
+    val refused = commit()
+    (decided.map { case (d, records) => d -> records.size }, refused)
   }
 
   /** RELEASEs whatever is still held (rollback), so the group can give it to another member at once. */
@@ -129,6 +158,9 @@ final class PooledShareConsumer(val key: ConsumerKey) {
 
 object PooledShareConsumer {
   val JoinTimeoutMs = 12000L
+
+  /** How long before its response reaches the client the broker may have acquired records, generously. */
+  private val InFlightMarginNanos = 1000L * 1000000L
 
   /** What a poll gave: the records, when they were acquired, and whether they are a carry. */
   type Record = ConsumerRecord[Array[Byte], Array[Byte]]

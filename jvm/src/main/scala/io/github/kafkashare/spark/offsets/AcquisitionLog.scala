@@ -39,6 +39,20 @@ final class AcquisitionLog(checkpointDir: String, hadoopConf: SerializableHadoop
     }
   }
 
+  /**
+   * The entries other tasks of `batch` have written so far. A read task consults them before it pins
+   * a redelivered record: after a pause longer than a lock, a record one task pinned can come back to
+   * a sibling of the same batch, whose pinned set (earlier batches only) does not name it.
+   */
+  def siblingsOf(batch: Long, task: Int): Seq[AcquisitionEntry] = {
+    val dir = new Path(root, batch.toString)
+    val tasks = try {
+      val it = fc.listStatus(dir)
+      Iterator.continually(it).takeWhile(_.hasNext).map(_.next().getPath.getName.toIntOption).flatten.toList
+    } catch { case _: java.io.FileNotFoundException => Nil }
+    tasks.filter(_ != task).sorted.flatMap(read(batch, _))
+  }
+
   /** All entries of one batch (the driver reads them after the batch ran). */
   def readBatch(batch: Long, tasks: Int): Seq[AcquisitionEntry] = (0 until tasks).flatMap(read(batch, _))
 

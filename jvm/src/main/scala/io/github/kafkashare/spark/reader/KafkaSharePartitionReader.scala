@@ -5,7 +5,7 @@ import scala.util.control.NonFatal
 import io.github.kafkashare.spark.ack.CommitWatcher
 import io.github.kafkashare.spark.consumer.{PooledShareConsumer, ShareConsumerPool}
 import io.github.kafkashare.spark.metrics.TaskCounters
-import io.github.kafkashare.spark.offsets.AcquisitionEntry
+import io.github.kafkashare.spark.offsets.{AcquisitionEntry, TopicPartitionRanges}
 import org.apache.hadoop.fs.Path
 import org.apache.kafka.clients.consumer.{AcknowledgeType, ConsumerRecord}
 import org.apache.spark.internal.Logging
@@ -16,7 +16,9 @@ import org.apache.spark.sql.connector.read.{PartitionReader, PartitionReaderFact
 /**
  * Reads one task of one batch. The order of steps is the delivery contract:
  *  1. the log already has this (batch, task): replay exactly those records, acquire nothing;
- *  2. otherwise poll once, drop redeliveries of pinned records (exactly-once strategies),
+ *  2. otherwise poll once; give back records whose locks are too far spent to pin (a pause came
+ *     between the fetch and now: another member may have them already); drop redeliveries of
+ *     records pinned to an earlier batch or to a sibling task of this batch (exactly-once strategies),
  *  3. pin what is left: write the log entry (atomic, create-if-absent),
  *  4. only then acknowledge: ACCEPT now, or, for two-phase commit, hand the consumer to the
  *     commit watcher, which ACCEPTs once Spark's commit log has the batch;
@@ -65,13 +67,20 @@ final class KafkaSharePartitionReader(partition: KafkaShareInputPartition)
     var pinned   = false
     try {
       val poll     = consumer.poll(partition.topics, partition.pollTimeoutMs)
-      val polled   = poll.records
       val polledAt = poll.acquiredAtNanos
-      if (!poll.fromCarry) counters.acquired += polled.size
-      polled.foreach(r => counters.maxDeliveryCount = math.max(counters.maxDeliveryCount, RecordRows.deliveryCountOf(r)))
+      if (!poll.fromCarry) counters.acquired += poll.records.size
+      poll.records.foreach(r => counters.maxDeliveryCount = math.max(counters.maxDeliveryCount, RecordRows.deliveryCountOf(r)))
 
+      val polled = if (lockAgeMs(polledAt) <= pinnableLockAgeMs) poll.records else {
+        logWarning(s"kafka-share: batch ${partition.batch} task ${partition.task}: ${poll.records.size} record(s) were " +
+          s"acquired ${lockAgeMs(polledAt)} ms ago, too close to the end of their ${partition.lockDurationMs} ms lock to " +
+          "pin (was this JVM paused?); giving them back to the group")
+        consumer.acknowledge(poll.records, AcknowledgeType.RELEASE)
+        counters.released += poll.records.size
+        Seq.empty[Record]
+      }
       val (redelivered, unpinned) =
-        if (partition.strategy.dropsRedeliveries) polled.partition(r => partition.pinned.contains(r.topic, r.partition, r.offset))
+        if (partition.strategy.dropsRedeliveries) polled.partition(pinnedElsewhere)
         else (Seq.empty[Record], polled)
       val (poison, fresh) = partition.poison match {
         case Some(policy) => unpinned.partition(r => RecordRows.deliveryCountOf(r) > policy.maxDeliveries)
@@ -98,10 +107,10 @@ final class KafkaSharePartitionReader(partition: KafkaShareInputPartition)
       } else if (partition.holdUntilCommit && kept.nonEmpty) {
         consumer.commit() // the dropped and poison records; the kept ones stay held
         counters.lockUsedPercent = lockUsedPercent(polledAt)
-        // The locks started at the poll, which for a carry was some time ago.
-        val lockLeftMs = (partition.lockDurationMs * 0.8).toLong - (System.nanoTime - polledAt) / 1000000L
+        // The locks started at the fetch, which for a carry or the client's buffer was some time ago.
+        val lockLeftMs = (partition.lockDurationMs * 0.8).toLong - lockAgeMs(polledAt)
         CommitWatcher.holdUntilCommitted(consumer, new Path(partition.commitFile), partition.hadoopConf,
-          math.max(lockLeftMs, partition.lockDurationMs / 4),
+          math.max(lockLeftMs, 0L),
           partition.explicitDefault.map(CommitWatcher.ExplicitDecisions(partition.decisions, partition.batch, _)))
         kept.map(r => r -> RecordRows.deliveryCountOf(r))
       } else {
@@ -151,6 +160,27 @@ final class KafkaSharePartitionReader(partition: KafkaShareInputPartition)
 
   private def lockUsedPercent(polledAt: Long): Long =
     ((System.nanoTime - polledAt) / 1e4 / partition.lockDurationMs).toLong
+
+  private def lockAgeMs(acquiredAt: Long): Long = (System.nanoTime - acquiredAt) / 1000000L
+
+  /**
+   * The oldest acquisition this task still pins. Acknowledging right away needs little of the lock;
+   * holding until the batch commits needs the rest of the batch, and the commit watcher ACCEPTs at 80%.
+   */
+  private def pinnableLockAgeMs: Long =
+    (partition.lockDurationMs * (if (partition.holdUntilCommit) 0.6 else 0.8)).toLong
+
+  /**
+   * Whether a record is pinned already: to an earlier batch (the pinned set), or to a sibling task of
+   * this batch. Only a redelivered record (delivery count above 1) can be pinned by a sibling, so the
+   * siblings' entries are read only when one comes.
+   */
+  private def pinnedElsewhere: Record => Boolean = {
+    lazy val bySiblings = partition.log.siblingsOf(partition.batch, partition.task)
+      .foldLeft(TopicPartitionRanges.empty)((acc, e) => acc.union(e.offsets))
+    r => partition.pinned.contains(r.topic, r.partition, r.offset) ||
+      (RecordRows.deliveryCountOf(r) > 1 && bySiblings.contains(r.topic, r.partition, r.offset))
+  }
 }
 
 object KafkaShareReaderFactory extends PartitionReaderFactory {

@@ -51,4 +51,17 @@ class AcquisitionLogSuite extends AnyFunSuite {
     log.purgeBefore(1)
     assert(log.read(0, 0).isEmpty && log.read(1, 0).contains(second))
   }
+
+  test("a task sees what its siblings in the same batch pinned so far, not its own entry nor other batches'") {
+    val dir = Files.createTempDirectory("acq").toString
+    val log = new AcquisitionLog(dir, new SerializableHadoopConf(new Configuration()))
+    assert(log.siblingsOf(4, 0).isEmpty) // nothing written yet: no folder at all
+    val mine    = AcquisitionEntry.of(Seq(("t", 0, 1L, 1)))
+    val sibling = AcquisitionEntry.of(Seq(("t", 0, 7L, 2)))
+    log.writeIfAbsent(4, 0, mine)
+    log.writeIfAbsent(4, 2, sibling)
+    log.writeIfAbsent(5, 1, AcquisitionEntry.of(Seq(("t", 0, 9L, 1))))
+    assert(log.siblingsOf(4, 0) == Seq(sibling))
+    assert(log.siblingsOf(4, 1) == Seq(mine, sibling))
+  }
 }
