@@ -8,6 +8,7 @@ include versions.properties
 
 SBT     := build/sbt
 VENV    := .venv
+VENV_OLDEST := .venv-spark-oldest
 PY      := $(VENV)/bin/python
 JAR     := jvm/target/scala-2.13/spark-kafka-share_2.13-$(project.version).jar
 PKG     := python/src/spark_kafka_share
@@ -20,13 +21,14 @@ JVM_SOURCES     := build.sbt versions.properties project/plugins.sbt $(shell fin
 HARNESS_SOURCES := build.sbt versions.properties $(shell find tests/harness/src -type f 2>/dev/null)
 PY_SOURCES      := python/pyproject.toml python/README.md $(shell find $(PKG) -name '*.py' -o -name py.typed 2>/dev/null | grep -v _version.py)
 
-.PHONY: demo test test-jvm test-python typecheck build wheel publish bench chaos longrun clean
+.PHONY: demo test test-jvm test-python test-compat typecheck build wheel publish bench chaos longrun clean
 
 demo: $(VENV)/installed-wheel
 	$(PY) python/examples/demo.py
 
-# Scala first (unit and integration suites, one sbt start that also builds the jar), then Python.
-test: test-jvm test-python
+# Scala first (unit and integration suites, one sbt start that also builds the jar), then Python,
+# then a compatibility subset on the oldest supported Spark.
+test: test-jvm test-python test-compat
 
 test-jvm:
 	$(SBT) connector/test connector/assembly connector/publish harness/exportHarnessClasspath harness/fetchBenchTools integration/test
@@ -40,6 +42,19 @@ test-python: $(VENV)/installed-wheel target/bench/tools.classpath $(MAVEN_REPO) 
 # Parameters: make bench BENCH_ARGS="--records 500000 --partitions 4 --parallelism 4"
 bench: $(VENV)/installed-wheel target/bench/tools.classpath
 	$(PY) tests/bench/bench.py $(BENCH_ARGS)
+
+# The jar on the oldest Spark it supports (pyspark.oldest), in a virtualenv of its own: the provider on
+# local and local-cluster, every strategy on every broker version, two failure cells.
+test-compat: $(VENV_OLDEST)/installed-wheel
+	KAFKASHARE_RESULTS=target/test-results-spark-oldest $(VENV_OLDEST)/bin/python -m pytest -n 2 --dist loadgroup \
+		tests/python/test_spark_provider.py tests/python/test_package.py tests/python/test_delivery.py \
+		-k "not loses_nothing or F1-checkpoint-dedup or F4-two-phase-commit"
+
+$(VENV_OLDEST)/installed-wheel: $(WHEEL) $(HARNESS) versions.properties
+	python3 -m venv $(VENV_OLDEST)
+	$(VENV_OLDEST)/bin/python -m pip install --quiet pyspark==$(pyspark.oldest) pytest==$(pytest) pytest-xdist==$(pytest-xdist)
+	$(VENV_OLDEST)/bin/python -m pip install --quiet --force-reinstall --no-deps $(WHEEL)
+	@touch $@
 
 # The failure suite: F1 to F11 x every strategy, and a 3-node cluster losing a node (docs/reliability.md).
 # Parameters: make chaos CHAOS_ARGS="--seed 42 --records 4000 --failures F3,F6 --strategies checkpoint-dedup"
@@ -96,4 +111,4 @@ $(VENV)/installed-tools: versions.properties
 	@touch $@
 
 clean:
-	rm -rf target */target tests/*/target project/target project/project dist python/build $(PKG)/jars $(PKG)/_version.py $(VENV)
+	rm -rf target */target tests/*/target project/target project/project dist python/build $(PKG)/jars $(PKG)/_version.py $(VENV) $(VENV_OLDEST)

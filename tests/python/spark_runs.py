@@ -14,7 +14,8 @@ import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-RESULTS = HERE.parents[1] / "target" / "test-results"
+# A second run on another Spark (make test-compat) keeps its logs apart.
+RESULTS = HERE.parents[1] / os.environ.get("KAFKASHARE_RESULTS", "target/test-results")
 SPARK_LOGS = RESULTS / "spark-logs"
 
 
