@@ -21,7 +21,7 @@ JVM_SOURCES     := build.sbt versions.properties project/plugins.sbt $(shell fin
 HARNESS_SOURCES := build.sbt versions.properties $(shell find tests/harness/src -type f 2>/dev/null)
 PY_SOURCES      := python/pyproject.toml python/README.md $(shell find $(PKG) -name '*.py' -o -name py.typed 2>/dev/null | grep -v _version.py)
 
-.PHONY: demo test test-jvm test-python test-compat typecheck build wheel publish bench chaos longrun clean
+.PHONY: demo test test-jvm test-python test-compat typecheck build wheel publish bench metrics-picture chaos longrun clean
 
 demo: $(VENV)/installed-wheel
 	$(PY) python/examples/demo.py
@@ -55,6 +55,10 @@ $(VENV_OLDEST)/installed-wheel: $(WHEEL) $(HARNESS) versions.properties
 	$(VENV_OLDEST)/bin/python -m pip install --quiet pyspark==$(pyspark.oldest) pytest==$(pytest) pytest-xdist==$(pytest-xdist)
 	$(VENV_OLDEST)/bin/python -m pip install --quiet --force-reinstall --no-deps $(WHEEL)
 	@touch $@
+
+# What a healthy stream's metrics look like, from a real run: docs/images/healthy-stream.png (docs/observability.md).
+metrics-picture: $(VENV)/installed-wheel
+	$(PY) tests/bench/healthy_stream.py $(PICTURE_ARGS)
 
 # The failure suite: F1 to F11 x every strategy, and a 3-node cluster losing a node (docs/reliability.md).
 # Parameters: make chaos CHAOS_ARGS="--seed 42 --records 4000 --failures F3,F6 --strategies checkpoint-dedup"
@@ -107,7 +111,8 @@ $(VENV)/installed-tools: versions.properties
 	python3 -m venv $(VENV)
 	$(PY) -m pip install --quiet pyspark==$(pyspark) pytest==$(pytest) pytest-xdist==$(pytest-xdist) mypy==$(mypy) build==$(build) \
 		setuptools==$(setuptools) twine==$(twine) pandas==$(pandas) pyarrow==$(pyarrow) grpcio==$(grpcio) \
-		grpcio-status==$(grpcio-status) googleapis-common-protos==$(googleapis-common-protos) zstandard==$(zstandard)
+		grpcio-status==$(grpcio-status) googleapis-common-protos==$(googleapis-common-protos) zstandard==$(zstandard) \
+		matplotlib==$(matplotlib)
 	@touch $@
 
 clean:

@@ -32,7 +32,8 @@ import org.apache.kafka.common.serialization.ByteArrayDeserializer
  * long before that next poll: the consumer may have been held for a two-phase commit, or idle in the
  * pool, meanwhile. So [[poll]] reports for its records the earliest moment they can have been acquired,
  * and the pool counts that moment too. Kafka's client sends a new fetch only when its buffer is
- * empty, so a poll that returned fewer than `max.poll.records` left nothing behind.
+ * empty, so a poll that returned fewer than `max.poll.records` left nothing behind, and a poll during
+ * which no fetch response came (the client's `fetch-total` metric) returned buffered records.
  */
 final class PooledShareConsumer(val key: ConsumerKey) {
   import PooledShareConsumer.Record
@@ -92,6 +93,7 @@ final class PooledShareConsumer(val key: ConsumerKey) {
     val deadline = System.nanoTime + waitMs * 1000000L
     var records  = Seq.empty[Record]
     var lastCall = System.nanoTime
+    val responsesBefore = fetchResponses
     while (records.isEmpty && System.nanoTime < deadline) {
       val remainingMs = math.max(1L, (deadline - System.nanoTime) / 1000000L)
       lastCall = System.nanoTime
@@ -99,16 +101,29 @@ final class PooledShareConsumer(val key: ConsumerKey) {
     }
     held ++= records
     if (records.nonEmpty) joined = true
-    // Fresh records came with a response that arrived during the last call (the broker acquires them
-    // as it answers); buffered ones are as old as unreturnedSince says.
+    // Records that came with a response during this poll were acquired as the broker answered, during
+    // the last call. Without a response they came from the client's buffer (the client fetches only
+    // once its buffer is empty, and acknowledgements were all sent before this poll), as old as the
+    // response that brought them.
     val fresh      = lastCall - PooledShareConsumer.InFlightMarginNanos
-    val acquiredAt = unreturnedSince.fold(fresh)(math.min(_, fresh))
+    val acquiredAt = unreturnedSince match {
+      case Some(since) if !(fetchResponses > responsesBefore) => since
+      case _                                                  => fresh
+    }
     unreturnedSince =
       if (records.isEmpty) Some(System.nanoTime - PooledShareConsumer.InFlightMarginNanos) // a fetch may still answer
       else if (records.size >= maxPollRecords) Some(acquiredAt)                           // the rest may be buffered
-      else None
+      else None                                                                           // the buffer ran dry
     PooledShareConsumer.Polled(records, acquiredAt, fromCarry = false)
   }
+
+  // ShareFetch (and ShareAcknowledge) responses the client has received: Kafka's `fetch-total` metric.
+  private lazy val fetchResponseMetric = consumer.metrics().asScala.collectFirst {
+    case (name, metric) if name.name == "fetch-total" && name.group == "consumer-share-fetch-manager-metrics" => metric
+  }
+  // NaN where the metric is missing: no poll then counts as having seen a response, which dates records older.
+  private def fetchResponses: Double =
+    fetchResponseMetric.map(_.metricValue).collect { case d: java.lang.Double => d.doubleValue }.getOrElse(Double.NaN)
 
   /** Keeps held records, acquired at `acquiredAtNanos`, for the next [[poll]] (the carry, above). */
   def carry(records: Seq[Record], acquiredAtNanos: Long): Unit = if (records.nonEmpty) {
