@@ -30,8 +30,7 @@ import org.apache.kafka.common.serialization.ByteArrayDeserializer
  * partitions, whole record batches), and the client returns the rest from its buffer at the next
  * poll, without asking the broker. Those records were acquired when the response came, which can be
  * long before that next poll: the consumer may have been held for a two-phase commit, or idle in the
- * pool, meanwhile. So [[poll]] reports for its records the earliest moment they can have been acquired,
- * and the pool counts that moment too. Kafka's client sends a new fetch only when its buffer is
+ * pool, meanwhile. So [[poll]] reports for its records the earliest moment they can have been acquired. Kafka's client sends a new fetch only when its buffer is
  * empty, so a poll that returned fewer than `max.poll.records` left nothing behind, and a poll during
  * which no fetch response came (the client's `fetch-total` metric) returned buffered records.
  */
@@ -65,11 +64,13 @@ final class PooledShareConsumer(val key: ConsumerKey) {
   private val maxPollRecords = key.params.get("max.poll.records").flatMap(_.toIntOption).getOrElse(500)
 
   /**
-   * Since when what it holds in the pool has been locked: its carry's age and its client buffer's
-   * count, not only its idle time.
+   * Since when what it holds in the pool has been locked: its carry's age counts, not only its idle
+   * time. The client buffer's age does not: counting it closed consumers that were feeding several
+   * small batches (maxRecordsPerTrigger) from one fetch, spending delivery attempts; the reader dates
+   * buffered records by it instead and gives back any too old to pin.
    */
   private[consumer] def lockedSinceNanos: Long =
-    (Seq(idleSinceNanos) ++ Option.when(carried.nonEmpty)(carriedSince) ++ unreturnedSince).min
+    if (carried.nonEmpty) math.min(idleSinceNanos, carriedSince) else idleSinceNanos
 
   private var joined = false
 
