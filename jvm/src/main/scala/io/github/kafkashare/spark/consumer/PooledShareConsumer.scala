@@ -30,9 +30,10 @@ import org.apache.kafka.common.serialization.ByteArrayDeserializer
  * partitions, whole record batches), and the client returns the rest from its buffer at the next
  * poll, without asking the broker. Those records were acquired when the response came, which can be
  * long before that next poll: the consumer may have been held for a two-phase commit, or idle in the
- * pool, meanwhile. So [[poll]] reports for its records the earliest moment they can have been acquired. Kafka's client sends a new fetch only when its buffer is
- * empty, so a poll that returned fewer than `max.poll.records` left nothing behind, and a poll during
- * which no fetch response came (the client's `fetch-total` metric) returned buffered records.
+ * pool, meanwhile. So [[poll]] reports for its records the earliest moment they can have been
+ * acquired. Kafka's client sends a new fetch only when its buffer is empty, so a poll that returned
+ * fewer than `max.poll.records` left nothing behind, and a poll during which no fetch response came
+ * (the client's `fetch-total` metric) returned buffered records.
  */
 final class PooledShareConsumer(val key: ConsumerKey) {
   import PooledShareConsumer.Record
@@ -59,8 +60,8 @@ final class PooledShareConsumer(val key: ConsumerKey) {
   @volatile private[consumer] var idleSinceNanos: Long = System.nanoTime
 
   // Set while the client's buffer may hold acquired records that no poll returned yet (see above):
-  // the earliest moment they can have been acquired.
-  @volatile private var unreturnedSince: Option[Long] = None
+  // the earliest moment they can have been acquired. Only the polling thread reads it.
+  private var unreturnedSince: Option[Long] = None
   private val maxPollRecords = key.params.get("max.poll.records").flatMap(_.toIntOption).getOrElse(500)
 
   /**

@@ -158,8 +158,7 @@ final class KafkaSharePartitionReader(partition: KafkaShareInputPartition)
     ShareConsumerPool.giveBack(consumer)
   }
 
-  private def lockUsedPercent(polledAt: Long): Long =
-    ((System.nanoTime - polledAt) / 1e4 / partition.lockDurationMs).toLong
+  private def lockUsedPercent(polledAt: Long): Long = lockAgeMs(polledAt) * 100 / partition.lockDurationMs
 
   private def lockAgeMs(acquiredAt: Long): Long = (System.nanoTime - acquiredAt) / 1000000L
 
