@@ -15,11 +15,12 @@ NEWEST = broker_versions()[-1]
 RECORDS = 2000
 
 
-def prepare(broker: Broker, fresh_name: Callable[[str], str], partitions: int = 2, records: int = RECORDS) -> tuple[str, str]:
+def prepare(broker: Broker, fresh_name: Callable[[str], str], partitions: int = 2, records: int = RECORDS,
+            lock_ms: int = 15000) -> tuple[str, str]:
     topic, group = fresh_name("orders"), fresh_name("spark")
     broker.create_topic(topic, partitions)
-    # The shortest lock the broker allows, so records held by a killed driver come back quickly.
-    broker.group_config(group, {"share.record.lock.duration.ms": "15000"})
+    # By default the shortest lock the broker allows, so records held by a killed driver come back quickly.
+    broker.group_config(group, {"share.record.lock.duration.ms": str(lock_ms)})
     broker.produce(topic, records)
     return topic, group
 
