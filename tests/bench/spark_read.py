@@ -21,12 +21,14 @@ import spark_kafka_share
 config = json.loads(sys.argv[1])
 builder = SparkSession.builder.master(config.get("master", "local[2]")).config("spark.ui.enabled", "false") \
     .config("spark.sql.shuffle.partitions", "2").config("spark.sql.streaming.numRecentProgressUpdates", "100000")
+if config.get("driver_java_options"):  # a profiler, for example (docs/performance.md)
+    builder = builder.config("spark.driver.extraJavaOptions", config["driver_java_options"])
 if config["source"] == "kafka-share":
     builder = spark_kafka_share.configure(builder)
 else:
     builder = builder.config("spark.jars.packages", config["packages"])
 spark = builder.getOrCreate()
-spark.sparkContext.setLogLevel("ERROR")
+spark.sparkContext.setLogLevel(config.get("log_level", "ERROR"))
 
 reader = spark.readStream.format(config["source"]).option("kafka.bootstrap.servers", config["bootstrap"]) \
     .option("subscribe", config["topic"]).option("startingOffsets", "earliest")

@@ -43,6 +43,8 @@ class KafkaShareOptions:
     max_records_per_trigger: Optional[int] = None
     starting_offsets: StartingOffsets = "latest"
     poll_timeout_ms: Optional[int] = None
+    read_duration_ms: Optional[int] = None
+    """How long a read task keeps polling while there is a backlog (0: one poll per task)."""
     fail_on_data_loss: bool = True
     kafka: Mapping[str, str] = field(default_factory=dict)
     """Other Kafka client settings (security, fetch sizes), without the ``kafka.`` prefix."""
@@ -75,6 +77,9 @@ class KafkaShareOptions:
             value = getattr(self, name)
             if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
                 raise ValueError(f"{name} must be a whole number of at least 1; got {value!r}")
+        value = self.read_duration_ms
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
+            raise ValueError(f"read_duration_ms must be a whole number of at least 0; got {value!r}")
 
     def to_dict(self) -> dict[str, str]:
         """The options as Spark takes them: ``.options(**opts.to_dict())``."""
@@ -96,6 +101,7 @@ class KafkaShareOptions:
             "kafka.share.lock.timeout.ms": self.lock_timeout_ms,
             "maxRecordsPerTrigger": self.max_records_per_trigger,
             "kafka.share.poll.timeout.ms": self.poll_timeout_ms,
+            "kafka.share.read.duration.ms": self.read_duration_ms,
             "kafka.share.acknowledgment.default": self.acknowledgment_default,
             "kafka.share.maxDeliveries": self.max_deliveries,
             "kafka.share.deadLetterTopic": self.dead_letter_topic,

@@ -62,7 +62,7 @@ final class PooledShareConsumer(val key: ConsumerKey) {
   // Set while the client's buffer may hold acquired records that no poll returned yet (see above):
   // the earliest moment they can have been acquired. Only the polling thread reads it.
   private var unreturnedSince: Option[Long] = None
-  private val maxPollRecords = key.params.get("max.poll.records").flatMap(_.toIntOption).getOrElse(500)
+  val maxPollRecords: Int = key.params.get("max.poll.records").flatMap(_.toIntOption).getOrElse(500)
 
   /**
    * Since when what it holds in the pool has been locked: its carry's age counts, not only its idle
@@ -146,6 +146,14 @@ final class PooledShareConsumer(val key: ConsumerKey) {
     val result = consumer.commitSync(Duration.ofSeconds(30)).asScala
     result.collect { case (tip, error) if error.isPresent => (tip.topic, tip.partition, error.get: Throwable) }.toSeq
   }
+
+  /**
+   * Sends the acknowledgements marked so far without waiting for the broker's answer: a read task
+   * that polls again goes on at once, while its acknowledgements are already on their way (they would
+   * otherwise wait for the next poll, after the task's rows were processed). A refusal shows later
+   * as a redelivery.
+   */
+  def send(): Unit = consumer.commitAsync()
 
   /** ACCEPTs everything held and sends it (two-phase commit, phase 2). */
   def acceptHeld(): Seq[(String, Int, Throwable)] = {

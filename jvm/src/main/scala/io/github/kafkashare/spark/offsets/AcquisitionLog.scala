@@ -3,12 +3,19 @@ package io.github.kafkashare.spark.offsets
 import org.apache.hadoop.fs.{FileAlreadyExistsException, FileContext, Path}
 
 /**
- * The acquisition log under the source's checkpoint directory: `acquisitions/<batch>/<task>`.
+ * The acquisition log under the source's checkpoint directory: `acquisitions/<batch>/<task>` for a
+ * task's first part, `acquisitions/<batch>/<task>.<part>` for the parts after it.
  *
- * An entry is written once, atomically (temporary file, then a rename that refuses to overwrite),
- * BEFORE the records it names are acknowledged: that order is what makes a batch replayable. A
- * second writer of the same entry (a speculative or zombie attempt) loses the rename and must use
- * the entry that won.
+ * A read task may poll several times; each poll's records are pinned as one part, written once,
+ * atomically (temporary file, then a rename that refuses to overwrite), BEFORE the records it names
+ * are acknowledged: that order is what makes a batch replayable.
+ *
+ * A task's records are its parts 0, 1, ... up to the first part that is missing or empty. An empty
+ * part is a seal: nothing after it belongs to the task. A second attempt of a task (a retry, a
+ * speculative copy) that finds part 0 written replays instead of polling, and first seals the task
+ * ([[sealTask]]), so that the attempt it replaces, if still alive, can pin nothing more: that
+ * attempt's next write loses the rename, and it must stop. Two fresh attempts race only for part 0;
+ * the loser gives its records back and replays.
  *
  * @param checkpointDir the source's checkpoint directory (`<checkpointLocation>/sources/<id>`)
  */
@@ -17,45 +24,86 @@ final class AcquisitionLog(checkpointDir: String, hadoopConf: SerializableHadoop
   @transient private lazy val root = new Path(checkpointDir, "acquisitions")
   @transient private lazy val fc   = FileContext.getFileContext(root.toUri, hadoopConf.value)
 
-  def path(batch: Long, task: Int): Path = new Path(new Path(root, batch.toString), task.toString)
+  def path(batch: Long, task: Int, part: Int = 0): Path =
+    new Path(new Path(root, batch.toString), if (part == 0) task.toString else s"$task.$part")
 
-  def read(batch: Long, task: Int): Option[AcquisitionEntry] = {
-    val file = path(batch, task)
+  def read(batch: Long, task: Int, part: Int = 0): Option[AcquisitionEntry] = {
+    val file = path(batch, task, part)
     CheckpointFiles.read(fc, file).map(AcquisitionEntry.parse(_, file.toString))
   }
 
-  /** Writes the entry unless one exists. Returns the entry that is in the log afterwards, and whether it is ours. */
-  def writeIfAbsent(batch: Long, task: Int, entry: AcquisitionEntry): (AcquisitionEntry, Boolean) = {
-    val file = path(batch, task)
+  /**
+   * Writes the part unless one exists. Returns the entry that is in the log afterwards, and whether
+   * it is ours.
+   */
+  def writeIfAbsent(batch: Long, task: Int, entry: AcquisitionEntry, part: Int = 0): (AcquisitionEntry, Boolean) = {
+    val file = path(batch, task, part)
     try {
       CheckpointFiles.writeAtomically(fc, file, entry.serialize, overwrite = false)
       (entry, true)
     } catch {
       case _: FileAlreadyExistsException | _: org.apache.hadoop.fs.ParentNotDirectoryException =>
-        (read(batch, task).getOrElse(entry), false)
+        (read(batch, task, part).getOrElse(entry), false)
       case e: java.io.IOException if fc.util.exists(file) =>
         // Some file systems report an existing target with a plain IOException.
-        (read(batch, task).getOrElse(throw e), false)
+        (read(batch, task, part).getOrElse(throw e), false)
     }
   }
 
   /**
-   * The entries other tasks of `batch` have written so far. A read task consults them before it pins
+   * The parts of a task written so far (up to the first missing or empty one), or None when the task
+   * has no part 0: no attempt pinned anything for it yet.
+   */
+  def readTask(batch: Long, task: Int): Option[Seq[AcquisitionEntry]] =
+    read(batch, task).map { first =>
+      if (first.runs.isEmpty) Nil
+      else first +: Iterator.from(1).map(read(batch, task, _)).takeWhile(_.exists(_.runs.nonEmpty)).flatten.toList
+    }
+
+  /**
+   * Ends a task that has a part 0: writes the empty part after its last one, unless a part is written
+   * there meanwhile (then it looks further). Returns the task's parts, final from now on.
+   */
+  def sealTask(batch: Long, task: Int): Seq[AcquisitionEntry] = {
+    val parts = Vector.newBuilder[AcquisitionEntry]
+    var part  = 0
+    var open  = true
+    while (open) {
+      val (entry, _) = read(batch, task, part) match {
+        case Some(existing) => (existing, false)
+        case None           => writeIfAbsent(batch, task, AcquisitionEntry.empty, part)
+      }
+      if (entry.runs.isEmpty) open = false else { parts += entry; part += 1 }
+    }
+    parts.result()
+  }
+
+  /**
+   * The parts other tasks of `batch` have written so far. A read task consults them before it pins
    * a redelivered record: after a pause longer than a lock, a record one task pinned can come back to
    * a sibling of the same batch, whose pinned set (earlier batches only) does not name it.
    */
   def siblingsOf(batch: Long, task: Int): Seq[AcquisitionEntry] = {
     val dir = new Path(root, batch.toString)
-    val tasks = try {
-      val it = fc.listStatus(dir)
-      Iterator.continually(it).takeWhile(_.hasNext).map(_.next().getPath.getName.toIntOption).flatten.toList
-    } catch { case _: java.io.FileNotFoundException => Nil }
-    tasks.filter(_ != task).sorted.flatMap(read(batch, _))
+    CheckpointFiles.list(fc, dir).flatMap(AcquisitionLog.taskAndPart).filter(_._1 != task).sorted
+      .flatMap { case (t, p) => read(batch, t, p) }.filter(_.runs.nonEmpty)
   }
 
-  /** All entries of one batch (the driver reads them after the batch ran). */
-  def readBatch(batch: Long, tasks: Int): Seq[AcquisitionEntry] = (0 until tasks).flatMap(read(batch, _))
+  /** All records of one batch, as the parts of its tasks (the driver reads them after the batch ran). */
+  def readBatch(batch: Long, tasks: Int): Seq[AcquisitionEntry] =
+    (0 until tasks).flatMap(readTask(batch, _).getOrElse(Nil))
 
   /** Deletes the entries of batches before `batch` (their offsets are no longer replayable by Spark). */
   def purgeBefore(batch: Long): Unit = CheckpointFiles.purgeBefore(fc, root, batch)
+}
+
+object AcquisitionLog {
+  private val PartName = """(\d+)(?:\.(\d+))?""".r
+
+  /** `3` is task 3's part 0, `3.2` its part 2; anything else (temporary files) is no part. */
+  def taskAndPart(fileName: String): Option[(Int, Int)] = fileName match {
+    case PartName(task, null) => task.toIntOption.map(_ -> 0)
+    case PartName(task, part) => for { t <- task.toIntOption; p <- part.toIntOption } yield (t, p)
+    case _                    => None
+  }
 }

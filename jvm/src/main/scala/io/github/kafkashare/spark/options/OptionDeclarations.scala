@@ -16,12 +16,14 @@ object OptionDeclarations {
   val MaxRecordsPerTrigger = "maxRecordsPerTrigger"
   val StartingOffsetsKey   = "startingOffsets"
   val PollTimeoutMs        = "kafka.share.poll.timeout.ms"
+  val ReadDurationMs       = "kafka.share.read.duration.ms"
   val FailOnDataLoss       = "failOnDataLoss"
   val DefaultDecision      = "kafka.share.acknowledgment.default"
   val MaxDeliveries        = "kafka.share.maxDeliveries"
   val DeadLetterTopic      = "kafka.share.deadLetterTopic"
 
-  val DefaultPollTimeoutMs = 2000L
+  val DefaultPollTimeoutMs  = 2000L
+  val DefaultReadDurationMs = 1000L
 
   val all: Seq[OptionDeclaration] = Seq(
     OptionDeclaration(BootstrapServers, "(required)", "The Kafka brokers, host:port, comma-separated."),
@@ -37,6 +39,7 @@ object OptionDeclarations {
     OptionDeclaration(MaxRecordsPerTrigger, "(none)", "Upper bound on records per batch, split evenly over the input partitions."),
     OptionDeclaration(StartingOffsetsKey, "latest", "earliest or latest: sets the group's share.auto.offset.reset, only while the group has no state."),
     OptionDeclaration(PollTimeoutMs, DefaultPollTimeoutMs.toString, "How long a read task waits for its first record before it ends empty."),
+    OptionDeclaration(ReadDurationMs, DefaultReadDurationMs.toString, "How long a read task keeps polling while there is a backlog (a poll returned at least half of max.poll.records), pinning each poll's records before it acknowledges them: longer gives bigger batches that pay Spark's per-batch cost once for more records. 0 polls once. Tasks that hold records until the commit (two-phase-commit, explicit mode) poll once."),
     OptionDeclaration(FailOnDataLoss, "true", "Fail when a batch that must run again finds its records removed by retention."),
     OptionDeclaration(MaxDeliveries, "(none)", "Poison records: the highest delivery count the source emits. A record delivered more often is REJECTed (after going to the dead-letter topic, if set). Keep it below the group's share.delivery.count.limit (5 by default), at which the broker drops records by itself."),
     OptionDeclaration(DeadLetterTopic, "(none)", "With kafka.share.maxDeliveries: a topic that receives poison records before they are REJECTed, with headers naming their origin."),

@@ -63,7 +63,8 @@ final case class ShareSourceOptions(
     failOnDataLoss: Boolean,
     kafkaParams: Map[String, String],
     mode: AcknowledgmentMode = AcknowledgmentMode.Implicit,
-    poison: Option[PoisonPolicy] = None) {
+    poison: Option[PoisonPolicy] = None,
+    readDurationMs: Long = OptionDeclarations.DefaultReadDurationMs) {
 
   /** Whether read tasks keep their records acquired until the batch commits (ACCEPT or decisions after commit). */
   def holdsUntilCommit: Boolean = strategy.acceptsAfterCommit || mode != AcknowledgmentMode.Implicit
@@ -113,7 +114,9 @@ object ShareSourceOptions {
       failOnDataLoss = get(FailOnDataLoss).forall(v => boolean(FailOnDataLoss, v)),
       kafkaParams = kafkaParams(lower),
       mode = mode,
-      poison = maxDeliveries.map(PoisonPolicy(_, deadLetter))
+      poison = maxDeliveries.map(PoisonPolicy(_, deadLetter)),
+      readDurationMs = get(ReadDurationMs).map(v => wholeNumber(ReadDurationMs, v, min = 0, max = 600000L))
+        .getOrElse(DefaultReadDurationMs)
     )
   }
 
@@ -150,11 +153,13 @@ object ShareSourceOptions {
         .getOrElse(throw ShareSourceErrors.invalidValue(key, v, s"one of ${choices.map(c => s"'${c._1}'").mkString(", ")}"))
     }
 
-  private def positiveLong(key: String, value: String, max: Long): Long = {
+  private def positiveLong(key: String, value: String, max: Long): Long = wholeNumber(key, value, min = 1, max = max)
+
+  private def wholeNumber(key: String, value: String, min: Long, max: Long): Long = {
     val parsed = try value.toLong catch { case _: NumberFormatException =>
-      throw ShareSourceErrors.invalidValue(key, value, s"a whole number between 1 and $max")
+      throw ShareSourceErrors.invalidValue(key, value, s"a whole number between $min and $max")
     }
-    if (parsed < 1 || parsed > max) throw ShareSourceErrors.invalidValue(key, value, s"a whole number between 1 and $max")
+    if (parsed < min || parsed > max) throw ShareSourceErrors.invalidValue(key, value, s"a whole number between $min and $max")
     parsed
   }
 

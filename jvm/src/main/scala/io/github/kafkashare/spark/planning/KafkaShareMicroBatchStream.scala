@@ -124,6 +124,7 @@ final class KafkaShareMicroBatchStream(
         strategy = options.strategy,
         consumerKey = key,
         pollTimeoutMs = options.pollTimeoutMs,
+        readDurationMs = options.readDurationMs,
         lockDurationMs = lockDurationMs,
         includeHeaders = options.includeHeaders,
         failOnDataLoss = options.failOnDataLoss,

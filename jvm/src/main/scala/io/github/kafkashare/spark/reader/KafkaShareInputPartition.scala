@@ -12,6 +12,7 @@ import org.apache.spark.sql.connector.read.InputPartition
  *
  * @param pinned      records pinned to earlier batches; an exactly-once strategy drops their redeliveries
  * @param maxRecords  this task's share of maxRecordsPerTrigger
+ * @param readDurationMs how long the task keeps polling while there is a backlog
  * @param commitFile  Spark's commit log file of this batch (two-phase commit waits for it)
  * @param holdUntilCommit  keep the records acquired until the batch commits (two-phase commit, explicit mode)
  * @param explicitDefault  explicit mode: the decision for records foreachBatch did not decide on
@@ -25,6 +26,7 @@ final case class KafkaShareInputPartition(
     strategy: ExactlyOnceStrategy,
     consumerKey: ConsumerKey,
     pollTimeoutMs: Long,
+    readDurationMs: Long,
     lockDurationMs: Long,
     includeHeaders: Boolean,
     failOnDataLoss: Boolean,

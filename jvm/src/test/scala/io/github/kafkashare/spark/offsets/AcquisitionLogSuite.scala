@@ -64,4 +64,31 @@ class AcquisitionLogSuite extends AnyFunSuite {
     assert(log.siblingsOf(4, 0) == Seq(sibling))
     assert(log.siblingsOf(4, 1) == Seq(mine, sibling))
   }
+
+  test("a task's records are its parts up to the first missing or empty one; a seal ends it for every attempt") {
+    val dir = Files.createTempDirectory("acq").toString
+    val log = new AcquisitionLog(dir, new SerializableHadoopConf(new Configuration()))
+    val p0 = AcquisitionEntry.of(Seq(("t", 0, 1L, 1)))
+    val p1 = AcquisitionEntry.of(Seq(("t", 0, 2L, 1)))
+    val p2 = AcquisitionEntry.of(Seq(("t", 1, 5L, 1)))
+    assert(log.readTask(0, 3).isEmpty) // no part 0: a fresh attempt polls
+    log.writeIfAbsent(0, 3, p0)
+    log.writeIfAbsent(0, 3, p1, part = 1)
+    assert(log.readTask(0, 3).contains(Seq(p0, p1)))
+    assert(log.path(0, 3, 1).getName == "3.1" && log.path(0, 3).getName == "3")
+    // A retry seals after the last part: the first attempt, still polling, cannot pin part 2 any more.
+    assert(log.sealTask(0, 3) == Seq(p0, p1))
+    assert(log.writeIfAbsent(0, 3, p2, part = 2) == ((AcquisitionEntry.empty, false)))
+    assert(log.readTask(0, 3).contains(Seq(p0, p1)) && log.sealTask(0, 3) == Seq(p0, p1))
+    assert(log.readBatch(0, 4) == Seq(p0, p1))
+    assert(log.siblingsOf(0, 0) == Seq(p0, p1) && log.siblingsOf(0, 3).isEmpty)
+    // A task that got nothing has an empty part 0: it is complete, with no records.
+    log.writeIfAbsent(0, 1, AcquisitionEntry.empty)
+    assert(log.readTask(0, 1).contains(Nil) && log.sealTask(0, 1).isEmpty)
+  }
+
+  test("file names: a task's part 0 is its number, later parts task.part; other files are no part") {
+    assert(AcquisitionLog.taskAndPart("3").contains((3, 0)) && AcquisitionLog.taskAndPart("3.12").contains((3, 12)))
+    Seq(".3.crc", ".3.1.crc", ".3.4f1c-uuid.tmp", "3.x", "").foreach(n => assert(AcquisitionLog.taskAndPart(n).isEmpty, n))
+  }
 }

@@ -1,0 +1,235 @@
+package io.github.kafkashare.spark.reader
+
+import scala.util.control.NonFatal
+
+import io.github.kafkashare.spark.ack.CommitWatcher
+import io.github.kafkashare.spark.consumer.{PooledShareConsumer, ShareConsumerPool}
+import io.github.kafkashare.spark.metrics.TaskCounters
+import io.github.kafkashare.spark.offsets.{AcquisitionEntry, TopicPartitionRanges}
+import org.apache.hadoop.fs.Path
+import org.apache.kafka.clients.consumer.AcknowledgeType
+import org.apache.spark.internal.Logging
+
+/**
+ * The records a fresh attempt of a read task acquires, one part per poll. For each poll, in the
+ * order the delivery contract needs:
+ *  1. poll (the first waits up to kafka.share.poll.timeout.ms for records, later ones briefly);
+ *  2. give back records whose locks are too far spent to pin (a pause came between the fetch and
+ *     now: another member may have them already); drop redeliveries of records pinned to an earlier
+ *     batch, to a sibling task of this batch or to an earlier part of this task (exactly-once
+ *     strategies); reject poison records;
+ *  3. pin what is left: write it as the task's next part in the acquisition log (atomic,
+ *     create-if-absent);
+ *  4. only then acknowledge: ACCEPT (sent at once, without waiting for the answer), or, for two-phase
+ *     commit and explicit mode, hand the consumer to the commit watcher, which ACCEPTs (or applies the
+ *     decisions) once Spark's commit log has the batch;
+ *  5. yield the part's records.
+ * It polls again while the task is within kafka.share.read.duration.ms and the last poll suggests a
+ * backlog (at least half of max.poll.records): a batch then pays Spark's per-batch cost once for
+ * many polls' records, while a quiet stream's tasks still end after one poll. A consumer that holds
+ * records until the commit cannot poll again (Kafka wants every record of a poll acknowledged first),
+ * so those tasks poll once.
+ * A failure before a part is pinned RELEASEs what that poll acquired. After, nothing is RELEASEd: the
+ * records belong to this batch, and a retry replays them.
+ *
+ * @param replay what to yield when another attempt of this task pinned part 0 first: its records
+ */
+private[reader] final class PinnedPolls(partition: KafkaShareInputPartition, counters: TaskCounters,
+    replay: () => Seq[(PooledShareConsumer.Record, Int)])
+    extends Iterator[(PooledShareConsumer.Record, Int)] with Logging {
+  import PinnedPolls._
+
+  private type Record = PooledShareConsumer.Record
+
+  private val startedAt = System.nanoTime
+  // Borrowed until the task's last part is acknowledged; then null (back in the pool, or held).
+  private var consumer: PooledShareConsumer = ShareConsumerPool.borrow(partition.consumerKey)
+  private var part      = 0
+  private var emitted   = 0L
+  private var ownParts  = TopicPartitionRanges.empty
+  private var current   = Iterator.empty[(Record, Int)]
+
+  override def hasNext: Boolean = {
+    while (!current.hasNext && consumer != null) current = nextPart().iterator
+    current.hasNext
+  }
+
+  override def next(): (Record, Int) = if (hasNext) current.next() else Iterator.empty.next()
+
+  /** The task ends before its last part (Spark stopped reading, or a failure downstream). */
+  def close(): Unit = if (consumer != null) {
+    try finish(System.nanoTime) catch { case NonFatal(e) => logWarning("kafka-share: ending a read task failed", e) }
+  }
+
+  // Where the task's time went (logged at DEBUG when it ends): polling, pinning, acknowledging, and
+  // outside, in Spark, between returning a part and asking for the next one.
+  private var pollNanos, pinNanos, ackNanos, outsideNanos = 0L
+  private var polls      = 0
+  private var lastReturn = 0L
+
+  private def nextPart(): Seq[(Record, Int)] = {
+    var pinned = false
+    if (lastReturn != 0) outsideNanos += System.nanoTime - lastReturn
+    try {
+      val pollStart = System.nanoTime
+      val timeoutMs = if (part == 0 && emitted == 0) partition.pollTimeoutMs else math.max(1L, math.min(LaterPollTimeoutMs, budgetLeftMs))
+      val poll      = consumer.poll(partition.topics, timeoutMs)
+      polls += 1; pollNanos += System.nanoTime - pollStart
+      val polledAt  = poll.acquiredAtNanos
+      if (!poll.fromCarry) counters.acquired += poll.records.size
+      poll.records.foreach(r => counters.maxDeliveryCount = math.max(counters.maxDeliveryCount, RecordRows.deliveryCountOf(r)))
+
+      val polled = if (lockAgeMs(polledAt) <= pinnableLockAgeMs) poll.records else {
+        logWarning(s"kafka-share: batch ${partition.batch} task ${partition.task}: ${poll.records.size} record(s) were " +
+          s"acquired ${lockAgeMs(polledAt)} ms ago, too close to the end of their ${partition.lockDurationMs} ms lock to " +
+          "pin (was this JVM paused?); giving them back to the group")
+        consumer.acknowledge(poll.records, AcknowledgeType.RELEASE)
+        counters.released += poll.records.size
+        Seq.empty[Record]
+      }
+      val (redelivered, unpinned) =
+        if (partition.strategy.dropsRedeliveries) polled.partition(pinnedElsewhere)
+        else (Seq.empty[Record], polled)
+      val (poison, fresh) = partition.poison match {
+        case Some(policy) => unpinned.partition(r => RecordRows.deliveryCountOf(r) > policy.maxDeliveries)
+        case None         => (Seq.empty[Record], unpinned)
+      }
+      rejectPoison(poison)
+      // A poll returns whole record batches, often more than this task's share of maxRecordsPerTrigger:
+      // the rest stays acquired for the next task (PooledShareConsumer's carry), not RELEASEd.
+      val (kept, overLimit) = fresh.splitAt((partition.maxRecords - emitted).min(Int.MaxValue).toInt)
+      consumer.acknowledge(redelivered, AcknowledgeType.ACCEPT)
+      counters.dropped += redelivered.size
+      counters.accepted += redelivered.size
+      consumer.carry(overLimit, polledAt)
+      val pollAgain = !partition.holdUntilCommit && overLimit.isEmpty && emitted + kept.size < partition.maxRecords &&
+        budgetLeftMs > 0 && (poll.fromCarry || poll.records.size * 2 >= consumer.maxPollRecords)
+
+      if (kept.isEmpty && (pollAgain || part > 0)) {
+        // Nothing to pin from this poll. Part 0 is written, even empty, only when the task ends, so
+        // that a retry replays the same (empty) task instead of polling anew.
+        if (pollAgain) consumer.send() else finish(polledAt)
+        return Nil
+      }
+      val pinStart = System.nanoTime
+      val entry          = AcquisitionEntry.of(kept.map(r => (r.topic, r.partition, r.offset, RecordRows.deliveryCountOf(r))))
+      val (winner, ours) = partition.log.writeIfAbsent(partition.batch, partition.task, entry, part)
+      pinNanos += System.nanoTime - pinStart
+      pinned = ours
+      if (!ours) {
+        // Another attempt pinned part 0 first, or a retry sealed the task: their parts are the task's.
+        consumer.acknowledge(kept, AcknowledgeType.RELEASE)
+        counters.released += kept.size
+        finish(polledAt)
+        if (part == 0) replay()
+        else {
+          logInfo(s"kafka-share: batch ${partition.batch} task ${partition.task}: another attempt ended this task " +
+            s"after part ${part - 1} (${if (winner.runs.isEmpty) "sealed" else "unexpected entry"}); stopping")
+          Nil
+        }
+      } else if (partition.holdUntilCommit && kept.nonEmpty) {
+        consumer.commit() // the dropped and poison records; the kept ones stay held
+        counters.lockUsedPercent = lockUsedPercent(polledAt)
+        // The locks started at the fetch, which for a carry or the client's buffer was some time ago.
+        val lockLeftMs = (partition.lockDurationMs * 0.8).toLong - lockAgeMs(polledAt)
+        CommitWatcher.holdUntilCommitted(consumer, new Path(partition.commitFile), partition.hadoopConf,
+          math.max(lockLeftMs, 0L),
+          partition.explicitDefault.map(CommitWatcher.ExplicitDecisions(partition.decisions, partition.batch, _)))
+        consumer = null
+        kept.map(r => r -> RecordRows.deliveryCountOf(r))
+      } else {
+        val ackStart = System.nanoTime
+        consumer.acknowledge(kept, AcknowledgeType.ACCEPT)
+        ackNanos += System.nanoTime - ackStart
+        lastReturn = System.nanoTime
+        counters.accepted += kept.size
+        ownParts = ownParts.union(entry.offsets)
+        emitted += kept.size
+        part += 1
+        if (pollAgain && kept.nonEmpty) consumer.send() else finish(polledAt)
+        kept.map(r => r -> RecordRows.deliveryCountOf(r))
+      }
+    } catch {
+      case NonFatal(e) =>
+        val failed = consumer
+        consumer = null
+        if (failed != null) {
+          if (!pinned) {
+            counters.released += failed.holding
+            try { failed.releaseHeld(); ShareConsumerPool.giveBack(failed) }
+            catch { case NonFatal(_) => ShareConsumerPool.discard(failed) }
+          } else {
+            // Pinned: the retry replays these records; accept them so nobody else gets them.
+            try { failed.acceptHeld(); ShareConsumerPool.giveBack(failed) }
+            catch { case NonFatal(_) => ShareConsumerPool.discard(failed) }
+          }
+        }
+        throw e
+    }
+  }
+
+  /**
+   * Records delivered more than kafka.share.maxDeliveries times: to the dead-letter topic (confirmed),
+   * then REJECTed, never emitted. The REJECT goes out with the task's next acknowledgements.
+   */
+  private def rejectPoison(poison: Seq[Record]): Unit = if (poison.nonEmpty) {
+    val policy = partition.poison.get
+    policy.deadLetterTopic.foreach(DeadLetters.send(poison, _, partition.consumerKey.groupId, partition.consumerKey.params))
+    consumer.acknowledge(poison, AcknowledgeType.REJECT)
+    counters.rejected += poison.size
+    logWarning(s"kafka-share: ${poison.size} record(s) delivered more than ${policy.maxDeliveries} times rejected" +
+      policy.deadLetterTopic.fold("")(t => s" after writing them to '$t'") + ": " +
+      poison.take(5).map(r => s"${r.topic}-${r.partition}@${r.offset}").mkString(", "))
+  }
+
+  /** Sends the last acknowledgements, waiting for the answer, and gives the consumer back. */
+  private def finish(polledAt: Long): Unit = {
+    logDebug(s"kafka-share: batch ${partition.batch} task ${partition.task}: $polls polls, $emitted records in " +
+      s"${(System.nanoTime - startedAt) / 1000000} ms: polling ${pollNanos / 1000000} ms, pinning ${pinNanos / 1000000} ms, " +
+      s"acknowledging ${ackNanos / 1000000} ms, in Spark ${outsideNanos / 1000000} ms")
+    val done = consumer
+    consumer = null
+    if (part == 0 && emitted == 0) {
+      // The task ends with nothing: an empty part 0 makes every later attempt replay nothing. Losing
+      // the race is harmless here: the caller's replay path reads the winner.
+      partition.log.writeIfAbsent(partition.batch, partition.task, AcquisitionEntry.empty)
+    }
+    val refused = done.commit()
+    refused.foreach { case (t, p, e) =>
+      logWarning(s"the broker refused acknowledgements for $t-$p (${e.getMessage}); pinned records will be " +
+        "redelivered and, with an exactly-once strategy, dropped")
+    }
+    counters.lockUsedPercent = math.max(counters.lockUsedPercent, lockUsedPercent(polledAt))
+    ShareConsumerPool.giveBack(done)
+  }
+
+  private def budgetLeftMs: Long = partition.readDurationMs - (System.nanoTime - startedAt) / 1000000L
+
+  private def lockUsedPercent(polledAt: Long): Long = lockAgeMs(polledAt) * 100 / partition.lockDurationMs
+
+  private def lockAgeMs(acquiredAt: Long): Long = (System.nanoTime - acquiredAt) / 1000000L
+
+  /**
+   * The oldest acquisition this task still pins. Acknowledging right away needs little of the lock;
+   * holding until the batch commits needs the rest of the batch, and the commit watcher ACCEPTs at 80%.
+   */
+  private def pinnableLockAgeMs: Long =
+    (partition.lockDurationMs * (if (partition.holdUntilCommit) 0.6 else 0.8)).toLong
+
+  /**
+   * Whether a record is pinned already: to an earlier batch (the pinned set), or, for a redelivered
+   * record (delivery count above 1), to a sibling task of this batch or an earlier part of this task.
+   * The siblings' parts are read only when a redelivered record comes, once per poll.
+   */
+  private def pinnedElsewhere: Record => Boolean = {
+    lazy val bySiblings = partition.log.siblingsOf(partition.batch, partition.task)
+      .foldLeft(ownParts)((acc, e) => acc.union(e.offsets))
+    r => partition.pinned.contains(r.topic, r.partition, r.offset) ||
+      (RecordRows.deliveryCountOf(r) > 1 && bySiblings.contains(r.topic, r.partition, r.offset))
+  }
+}
+
+private object PinnedPolls {
+  /** How long a poll after the first waits: a backlog answers at once, and an empty wait ends the task. */
+  val LaterPollTimeoutMs = 200L
+}
