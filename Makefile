@@ -21,7 +21,7 @@ JVM_SOURCES     := build.sbt versions.properties project/plugins.sbt $(shell fin
 HARNESS_SOURCES := build.sbt versions.properties $(shell find tests/harness/src -type f 2>/dev/null)
 PY_SOURCES      := python/pyproject.toml python/README.md $(shell find $(PKG) -name '*.py' -o -name py.typed 2>/dev/null | grep -v _version.py)
 
-.PHONY: demo test test-jvm test-python test-compat typecheck build wheel publish bench metrics-picture chaos longrun clean
+.PHONY: demo test test-jvm test-python test-compat typecheck build wheel publish bench bench-scaling metrics-picture chaos longrun clean
 
 demo: $(VENV)/installed-wheel
 	$(PY) python/examples/demo.py
@@ -42,6 +42,10 @@ test-python: $(VENV)/installed-wheel target/bench/tools.classpath $(MAVEN_REPO) 
 # Parameters: make bench BENCH_ARGS="--records 500000 --partitions 4 --parallelism 4"
 bench: $(VENV)/installed-wheel target/bench/tools.classpath
 	$(PY) tests/bench/bench.py $(BENCH_ARGS)
+
+# Parallelism past the partition count, with 1 ms of blocking work per record: make bench-scaling SCALING_ARGS="--records 8000"
+bench-scaling: $(VENV)/installed-wheel target/bench/tools.classpath
+	$(PY) tests/bench/scaling.py $(SCALING_ARGS)
 
 # The jar on the oldest Spark it supports (pyspark.oldest), in a virtualenv of its own: the provider on
 # local and local-cluster, every strategy on every broker version, two failure cells.

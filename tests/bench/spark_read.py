@@ -2,7 +2,8 @@
 
 Usage: spark_read.py '<json config>'. Prints one JSON line: records read and the seconds they took.
 Config: source ("kafka-share" or "kafka"), bootstrap, topic, group, records, parallelism, strategy,
-master, packages (Maven coordinates for spark.jars.packages, for Spark's own Kafka source).
+master, packages (Maven coordinates for spark.jars.packages, for Spark's own Kafka source), work_ms
+(blocking work per record, in a Python UDF), driver_java_options (a profiler, for example).
 
 The clock runs from the end of the first batch that read records to the end of the batch that read
 the last one: both sources then count reading, not JVM start, Ivy resolution or a share consumer's
@@ -39,7 +40,20 @@ else:
     reader = reader.option("minPartitions", str(config["parallelism"]))
 for key, value in (config.get("options") or {}).items():
     reader = reader.option(key, str(value))
-query = reader.load().writeStream.format("noop").option("checkpointLocation", config["checkpoint"]) \
+frame = reader.load()
+if config.get("work_ms"):
+    # Blocking work per record (a call to a service, say), in Python workers: the scaling benchmark.
+    from pyspark.sql.functions import udf
+
+    pause = float(config["work_ms"]) / 1000
+
+    @udf("int")
+    def work(value: bytes) -> int:
+        time.sleep(pause)
+        return len(value)
+
+    frame = frame.select(work("value").alias("work"))
+query = frame.writeStream.format("noop").option("checkpointLocation", config["checkpoint"]) \
     .trigger(processingTime="0 seconds").start()
 
 def batch_end(progress: dict) -> float:  # type: ignore[type-arg]

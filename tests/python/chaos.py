@@ -104,9 +104,10 @@ def run_cell(broker: Broker, work: Path, failure: str, strategy: str, seed: int,
         "bootstrap": broker.bootstrap, "topic": topic, "group": group, "strategy": strategy, "parallelism": 2,
         "checkpoint": str(work / "checkpoint"), "sink": str(work / "sink"), "marker": str(work / "injected"),
         "expected": records, "timeout_s": 240, "failure": failure,
-        # At least five batches, so that the failure can strike any of batches 1 to 3: a poll returns
-        # max.poll.records plus the rest of the record batch it ends in (~130 records here).
-        "options": {"kafka.max.poll.records": 300},
+        # At least five batches, so that the failure can strike any of batches 1 to 3, with several
+        # polls (parts) per read task where the strategy allows it: tasks of 400 records, polls of
+        # about 150 (max.poll.records plus the rest of the record batch a poll ends in).
+        "options": {"kafka.max.poll.records": 150, "maxRecordsPerTrigger": 800},
         "failure_batch": rng.randint(1, 3), "inject_after_s": round(rng.uniform(0.0, 2.0), 1),
     }
     where = f"batch {config['failure_batch']}"

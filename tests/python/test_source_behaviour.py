@@ -42,6 +42,19 @@ def test_max_records_per_trigger_bounds_every_batch(broker: Broker, fresh_name: 
     assert max(counts) == 1, counts
 
 
+def test_a_backlog_is_read_in_several_polls_per_task(broker: Broker, fresh_name: Callable[[str], str], tmp_path: Path) -> None:
+    topic, group = prepare(broker, fresh_name, records=3000)
+    landed = stream(broker, tmp_path, topic, group, "checkpoint-dedup", 3000, options={"kafka.max.poll.records": 100})
+    check("poll", "checkpoint-dedup", landed, 3000, tmp_path)
+    # Each poll a task pins is one part of its log entry: <task> first, then <task>.1, <task>.2 ...
+    parts = [f.name for f in (tmp_path / "checkpoint" / "sources" / "0" / "acquisitions").glob("*/*")
+             if not f.name.startswith(".")]
+    assert any("." in name for name in parts), parts
+    sizes = landed["batch_sizes"]
+    # Two tasks, 100 records a poll: a batch above 200 records took several polls in one task.
+    assert isinstance(sizes, list) and max(sizes) > 200, sizes
+
+
 def test_one_partition_is_read_by_every_consumer(broker: Broker, fresh_name: Callable[[str], str], tmp_path: Path) -> None:
     topic, group = prepare(broker, fresh_name, partitions=1, records=20000)
     landed = stream(broker, tmp_path, topic, group, "checkpoint-dedup", 20000, parallelism=4,

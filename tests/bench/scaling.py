@@ -1,0 +1,65 @@
+"""`make bench-scaling`: reading past the partition count, when each record needs blocking work.
+
+One broker, a 1-partition topic, records that each need `--work-ms` of blocking work in the query
+(a sleep in a Python UDF, standing in for a call to a service). Prints records/s of kafka-share
+(checkpoint-dedup) for each parallelism, and of Spark's built-in `kafka` source on the same topic,
+without and with `minPartitions` (which splits a partition's offset range over several tasks), and
+the ratio of each kafka-share figure to its parallelism 1.
+
+Usage: scaling.py [--records N] [--work-ms MS] [--parallelism 1,2,4,8]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests" / "python"))
+
+from bench import spark_read  # noqa: E402
+from harness import Broker, broker_versions, pins  # noqa: E402
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--records", type=int, default=8000)
+    parser.add_argument("--work-ms", type=float, default=1.0)
+    parser.add_argument("--parallelism", default="1,2,4,8")
+    args = parser.parse_args()
+    levels = [int(p) for p in args.parallelism.split(",")]
+
+    work = Path(tempfile.mkdtemp(prefix="kafka-share-scaling-"))
+    broker = Broker(broker_versions()[-1], work / "broker").start()
+    try:
+        broker.create_topic("work", 1)
+        broker.produce("work", args.records, 100, bulk=True)
+        print(f"1 partition, {args.records:,} records, {args.work_ms} ms of blocking work each", flush=True)
+        common = {"bootstrap": broker.bootstrap, "topic": "work", "records": args.records, "work_ms": args.work_ms,
+                  "master": f"local[{max(levels)}]"}
+        rows: list[tuple[str, float]] = []
+        for k in levels:
+            result = spark_read({**common, "source": "kafka-share", "parallelism": k, "group": f"scaling-{k}",
+                                 "strategy": "checkpoint-dedup", "checkpoint": str(work / f"chk-share-{k}"),
+                                 "options": {"kafka.max.poll.records": 100}})
+            rows.append((f"kafka-share, parallelism {k}", float(result["records_per_s"])))  # type: ignore[arg-type]
+            print(rows[-1], result, flush=True)
+        package = f"org.apache.spark:spark-sql-kafka-0-10_2.13:{pins()['spark-sql-kafka']}"
+        for k in (1, max(levels)):
+            result = spark_read({**common, "source": "kafka", "parallelism": k, "packages": package,
+                                 "checkpoint": str(work / f"chk-kafka-{k}"),
+                                 "options": {"maxOffsetsPerTrigger": max(100, args.records // 10)}})
+            rows.append((f"built-in kafka, minPartitions {k}", float(result["records_per_s"])))  # type: ignore[arg-type]
+            print(rows[-1], result, flush=True)
+        base = rows[0][1]
+        print("\n| reader | records/s | x parallelism 1 |\n|---|---:|---:|")
+        for name, rate in rows:
+            print(f"| {name} | {rate:,.0f} | {rate / base:.1f} |")
+    finally:
+        broker.stop()
+
+
+if __name__ == "__main__":
+    main()
