@@ -58,7 +58,13 @@ private[reader] final class PinnedPolls(partition: KafkaShareInputPartition, cou
 
   /** The task ends before its last part (Spark stopped reading, or a failure downstream). */
   def close(): Unit = if (consumer != null) {
-    try finish(System.nanoTime) catch { case NonFatal(e) => logWarning("kafka-share: ending a read task failed", e) }
+    try finish(System.nanoTime) catch {
+      case NonFatal(e) =>
+        logWarning("kafka-share: ending a read task failed; closing its consumer", e)
+        val failed = consumer
+        consumer = null
+        if (failed != null) ShareConsumerPool.discard(failed)
+    }
   }
 
   // Where the task's time went (logged at DEBUG when it ends): polling, pinning, acknowledging, and
@@ -187,19 +193,21 @@ private[reader] final class PinnedPolls(partition: KafkaShareInputPartition, cou
     logDebug(s"kafka-share: batch ${partition.batch} task ${partition.task}: $polls polls, $emitted records in " +
       s"${(System.nanoTime - startedAt) / 1000000} ms: polling ${pollNanos / 1000000} ms, pinning ${pinNanos / 1000000} ms, " +
       s"acknowledging ${ackNanos / 1000000} ms, in Spark ${outsideNanos / 1000000} ms")
-    val done = consumer
-    consumer = null
     if (part == 0 && emitted == 0) {
       // The task ends with nothing: an empty part 0 makes every later attempt replay nothing. Losing
       // the race is harmless here: the caller's replay path reads the winner.
       partition.log.writeIfAbsent(partition.batch, partition.task, AcquisitionEntry.empty)
     }
-    val refused = done.commit()
+    // Until it is back in the pool the consumer stays ours: if the commit fails, the caller's error
+    // handling RELEASEs or ACCEPTs what it holds.
+    val refused = consumer.commit()
     refused.foreach { case (t, p, e) =>
       logWarning(s"the broker refused acknowledgements for $t-$p (${e.getMessage}); pinned records will be " +
         "redelivered and, with an exactly-once strategy, dropped")
     }
     counters.lockUsedPercent = math.max(counters.lockUsedPercent, lockUsedPercent(polledAt))
+    val done = consumer
+    consumer = null
     ShareConsumerPool.giveBack(done)
   }
 
