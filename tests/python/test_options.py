@@ -33,6 +33,8 @@ def test_to_dict_gives_the_source_option_names() -> None:
     ({"acknowledgment_mode": "explicit", "acknowledgment_default": "reject"}, "'accept' or 'release'"),
     ({"dead_letter_topic": "dlt"}, "only with max_deliveries"),
     ({"max_deliveries": 0}, "max_deliveries must be a whole number"),
+    ({"read_duration_ms": -1}, "read_duration_ms must be a whole number of at least 0"),
+    ({"read_duration_ms": 1.5}, "read_duration_ms must be a whole number"),
 ])
 def test_invalid_options_fail_before_spark_sees_them(kwargs: dict[str, object], message: str) -> None:
     args: dict[str, object] = {"bootstrap_servers": "b:9092", "group_id": "g", "subscribe": ["t"]}
@@ -54,3 +56,10 @@ def test_acknowledge_refuses_what_is_not_a_dataframe() -> None:
     from spark_kafka_share import acknowledge
     with pytest.raises(TypeError, match="takes a pyspark DataFrame"):
         acknowledge([("t", 0, 1, "accept")], 0, "g")  # type: ignore[arg-type]
+
+
+def test_read_duration_zero_means_one_poll_and_is_passed_on() -> None:
+    opts = KafkaShareOptions(bootstrap_servers="b:9092", group_id="g", subscribe=["a"], read_duration_ms=0)
+    assert opts.to_dict()["kafka.share.read.duration.ms"] == "0"
+    assert "kafka.share.read.duration.ms" not in KafkaShareOptions(bootstrap_servers="b:9092", group_id="g",
+                                                                   subscribe=["a"]).to_dict()

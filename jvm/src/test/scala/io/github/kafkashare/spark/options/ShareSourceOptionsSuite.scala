@@ -18,6 +18,16 @@ class ShareSourceOptionsSuite extends AnyFunSuite {
     assert(o.parallelism.isEmpty && o.lockTimeoutMs.isEmpty && o.maxRecordsPerTrigger.isEmpty)
     assert(!o.includeHeaders && o.failOnDataLoss)
     assert(o.kafkaParams == Map("bootstrap.servers" -> "b:9092"), "source options are not client settings")
+    assert(o.readDurationMs == 1000L)
+  }
+
+  test("read duration: 0 polls once; negative or not a number names the option") {
+    assert(ShareSourceOptions.parse(required + ("kafka.share.read.duration.ms" -> "0")).readDurationMs == 0L)
+    assert(ShareSourceOptions.parse(required + ("kafka.share.read.duration.ms" -> "2500")).readDurationMs == 2500L)
+    Seq("-1", "1s", "").foreach { bad =>
+      val e = intercept[ShareSourceException](ShareSourceOptions.parse(required + ("kafka.share.read.duration.ms" -> bad)))
+      assert(e.getMessage.contains("kafka.share.read.duration.ms") && e.getMessage.contains("between 0 and"), e.getMessage)
+    }
   }
 
   test("option names are case-insensitive, values of enums too") {
