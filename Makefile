@@ -43,7 +43,7 @@ test-python: $(VENV)/installed-wheel target/bench/tools.classpath $(MAVEN_REPO) 
 bench: $(VENV)/installed-wheel target/bench/tools.classpath
 	$(PY) tests/bench/bench.py $(BENCH_ARGS)
 
-# Parallelism past the partition count, with 1 ms of blocking work per record: make bench-scaling SCALING_ARGS="--records 8000"
+# Parallelism past the partition count, with 1 ms of blocking work per record: make bench-scaling SCALING_ARGS="--records 30000"
 bench-scaling: $(VENV)/installed-wheel target/bench/tools.classpath
 	$(PY) tests/bench/scaling.py $(SCALING_ARGS)
 

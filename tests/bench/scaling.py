@@ -25,7 +25,7 @@ from harness import Broker, broker_versions, pins  # noqa: E402
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--records", type=int, default=8000)
+    parser.add_argument("--records", type=int, default=30000)
     parser.add_argument("--work-ms", type=float, default=1.0)
     parser.add_argument("--parallelism", default="1,2,4,8")
     args = parser.parse_args()

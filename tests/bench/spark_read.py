@@ -47,7 +47,7 @@ if config.get("work_ms"):
 
     pause = float(config["work_ms"]) / 1000
 
-    @udf("int")
+    @udf("int", useArrow=False)  # pyarrow is not in the test virtualenv
     def work(value: bytes) -> int:
         time.sleep(pause)
         return len(value)
@@ -66,6 +66,8 @@ read = lambda: [p for p in query.recentProgress if p["numInputRows"] > 0]  # noq
 while sum(p["numInputRows"] for p in read()) < config["records"] and time.time() < deadline and query.isActive:
     time.sleep(0.5)
 batches = read()
+if query.exception():  # a failed query must not pass for a slow one
+    raise RuntimeError(f"the query failed: {query.exception()}")
 query.stop()
 total = sum(p["numInputRows"] for p in batches)
 measured = total - batches[0]["numInputRows"] if batches else 0

@@ -21,10 +21,10 @@ pytestmark = pytest.mark.parametrize("broker", [NEWEST], indirect=True, ids=[f"k
 
 
 def run(broker: Broker, fresh_name: Callable[[str], str], tmp: Path, scenario: str, records: int,
-        **config: object) -> tuple[str, str, dict[str, object]]:
+        lock_ms: int = 15000, **config: object) -> tuple[str, str, dict[str, object]]:
     topic, group = fresh_name("explicit"), fresh_name("explicit-group")
     broker.create_topic(topic, 2)
-    broker.group_config(group, {"share.record.lock.duration.ms": "15000"})
+    broker.group_config(group, {"share.record.lock.duration.ms": str(lock_ms)})
     broker.produce(topic, records)
     result = run_spark("explicit_stream.py", json.dumps({
         "bootstrap": broker.bootstrap, "topic": topic, "group": group, "scenario": scenario, "records": records,
@@ -86,7 +86,10 @@ def test_a_poison_record_goes_to_the_dead_letter_topic_and_the_stream_goes_on(
 
 def test_a_failed_batch_in_explicit_mode_loses_nothing(broker: Broker, fresh_name: Callable[[str], str], tmp_path: Path) -> None:
     records = 500
-    topic, group, result = run(broker, fresh_name, tmp_path, "fail-once", records)
+    # The failed batch's records stay held until its re-run commits, at most 80% of a lock; a restart
+    # slowed by a loaded machine outlasted 15 s in CI. Past that the holder RELEASEs them (correct,
+    # docs/explicit-mode.md), and they wait in the group for the query's next batch, after this test.
+    topic, group, result = run(broker, fresh_name, tmp_path, "fail-once", records, lock_ms=60000)
     assert result["restarts"] == 1
     landed = Counter(result["landed"])  # type: ignore[arg-type]
     lost, doubled = records - len(landed), sum(n - 1 for n in landed.values())
