@@ -4,7 +4,8 @@ Usage: latency_read.py '<json config>'. Config: source ("kafka-share" or "kafka"
 group, parallelism, checkpoint, packages (for Spark's own source), seconds (how long to measure).
 For each record, the latency is the time from its Kafka timestamp (set by the producer) to the end of
 its batch's foreachBatch, which is when Spark writes the batch's commit. Prints one JSON line with
-p50, p99 and the count, over the records of the measured window (the first 5 s are a warm-up).
+p50, p99 and the count, over the records of the measured window (the first 10 s after the first rows
+are a warm-up).
 """
 
 import json
@@ -34,20 +35,26 @@ if config["source"] == "kafka-share":
 else:
     reader = reader.option("minPartitions", str(config["parallelism"]))
 
-started = time.time()
+first_rows: list[float] = []
 latencies: list[float] = []
 
 
 def measure(batch: DataFrame, batch_id: int) -> None:
     stamps = [r[0] for r in batch.select(F.col("timestamp").cast("double")).collect()]
     done = time.time()
-    if done - started > 5:  # a warm-up: JVM start, the first assignment
+    if stamps and not first_rows:
+        first_rows.append(done)
+    # A warm-up of 10 s after the first rows: the backlog of the start (JVM, the first assignment) is read.
+    if first_rows and done - first_rows[0] > 10:
         latencies.extend(done - t for t in stamps)
 
 
 query = reader.load().writeStream.foreachBatch(measure).option("checkpointLocation", config["checkpoint"]) \
     .trigger(processingTime="0 seconds").start()
-time.sleep(float(config["seconds"]) + 5)
+deadline = time.time() + 120
+while not first_rows and time.time() < deadline:
+    time.sleep(0.5)
+time.sleep(float(config["seconds"]) + 10)
 query.stop()
 latencies.sort()
 
