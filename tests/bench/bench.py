@@ -42,13 +42,18 @@ def share_consumer_performance(broker: Broker, topic: str, group: str, records: 
     return float(fields[4])
 
 
-def spark_read(config: dict[str, object]) -> dict[str, object]:
-    done = subprocess.run([sys.executable, str(Path(__file__).with_name("spark_read.py")), json.dumps(config)],
+def run_measurement(script: str, config: dict[str, object]) -> dict[str, object]:
+    """Runs one of the benchmark's Spark apps in its own process; returns the JSON line it prints last."""
+    done = subprocess.run([sys.executable, str(Path(__file__).with_name(script)), json.dumps(config)],
                           capture_output=True, text=True, timeout=1800)
     if done.returncode != 0:
-        raise RuntimeError(f"spark_read failed:\n{done.stderr[-4000:]}")
+        raise RuntimeError(f"{script} failed:\n{done.stderr[-4000:]}")
     result: dict[str, object] = json.loads(done.stdout.strip().splitlines()[-1])
     return result
+
+
+def spark_read(config: dict[str, object]) -> dict[str, object]:
+    return run_measurement("spark_read.py", config)
 
 
 def main() -> None:

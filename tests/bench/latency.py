@@ -11,25 +11,20 @@ Usage: latency.py [--rate N] [--seconds S] [--partitions P] [--parallelism K]
 from __future__ import annotations
 
 import argparse
-import json
-import subprocess
 import sys
 import tempfile
 import threading
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests" / "python"))
 
+from bench import run_measurement  # noqa: E402
 from harness import Broker, broker_versions, harness, pins  # noqa: E402
 
 
 def read(config: dict[str, object]) -> dict[str, float]:
-    done = subprocess.run([sys.executable, str(Path(__file__).with_name("latency_read.py")), json.dumps(config)],
-                          capture_output=True, text=True, timeout=1800)
-    if done.returncode != 0:
-        raise RuntimeError(f"latency_read failed:\n{done.stderr[-4000:]}")
-    result: dict[str, float] = json.loads(done.stdout.strip().splitlines()[-1])
-    return result
+    return {k: float(v) for k, v in run_measurement("latency_read.py", config).items()}  # type: ignore[arg-type]
 
 
 def main() -> None:

@@ -6,7 +6,7 @@ import java.util.UUID
 import scala.collection.mutable
 
 import io.github.kafkashare.spark.errors.ShareSourceErrors
-import io.github.kafkashare.spark.offsets.{DecisionLog, OffsetRanges, TopicPartitionRanges}
+import io.github.kafkashare.spark.offsets.{AcquisitionEntry, DecisionLog, OffsetRanges, TopicPartitionRanges}
 import io.github.kafkashare.spark.options.Decision
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.connector.catalog.{SupportsWrite, Table, TableCapability}
@@ -34,8 +34,7 @@ final class DecisionsTable(groupId: String, batch: Long) extends Table with Supp
   override def newWriteBuilder(info: LogicalWriteInfo): WriteBuilder = {
     val columns      = DecisionsTable.columnsOf(info.schema())
     val registration = ExplicitQueries.lookup(groupId, batch)
-    val inBatch = registration.acquisitions.readBatch(batch, registration.runningTasks)
-      .foldLeft(TopicPartitionRanges.empty)((acc, e) => acc.union(e.offsets))
+    val inBatch = AcquisitionEntry.offsetsOf(registration.acquisitions.readBatch(batch, registration.runningTasks))
     new WriteBuilder {
       override def build(): Write = new Write {
         override def toBatch: BatchWrite = new DecisionsBatchWrite(registration.decisions, batch, columns, inBatch)

@@ -41,6 +41,10 @@ object AcquisitionEntry {
 
   val empty: AcquisitionEntry = AcquisitionEntry(Nil)
 
+  /** The offsets of `entries` added to `into`: what a batch's tasks, or a task's siblings, pinned. */
+  def offsetsOf(entries: Iterable[AcquisitionEntry], into: TopicPartitionRanges = TopicPartitionRanges.empty): TopicPartitionRanges =
+    entries.foldLeft(into)((acc, e) => acc.union(e.offsets))
+
   /** Runs from records given as (topic, partition, offset, deliveryCount), in any order. */
   def of(records: Iterable[(String, Int, Long, Int)]): AcquisitionEntry = {
     val runs = Vector.newBuilder[AcquiredRun]

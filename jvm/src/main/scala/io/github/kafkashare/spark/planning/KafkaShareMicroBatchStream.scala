@@ -79,7 +79,7 @@ final class KafkaShareMicroBatchStream(
     val startOffsets = cluster.groupStartOffsets()
     // Records that foreachBatch RELEASEd come back and must be emitted again: not pinned any more.
     val released     = if (explicit.nonEmpty && start.batch >= 0) decisions.released(start.batch) else TopicPartitionRanges.empty
-    val pinned       = entries.foldLeft(start.pinned)((acc, e) => acc.union(e.offsets)).minus(released).dropBelow(startOffsets)
+    val pinned       = AcquisitionEntry.offsetsOf(entries, start.pinned).minus(released).dropBelow(startOffsets)
     topics = cluster.resolveTopics()
     val ends = cluster.endOffsets(topics)
 

@@ -230,8 +230,7 @@ private[reader] final class PinnedPolls(partition: KafkaShareInputPartition, cou
    * The siblings' parts are read only when a redelivered record comes, once per poll.
    */
   private def pinnedElsewhere: Record => Boolean = {
-    lazy val bySiblings = partition.log.siblingsOf(partition.batch, partition.task)
-      .foldLeft(ownParts)((acc, e) => acc.union(e.offsets))
+    lazy val bySiblings = AcquisitionEntry.offsetsOf(partition.log.siblingsOf(partition.batch, partition.task), ownParts)
     r => partition.pinned.contains(r.topic, r.partition, r.offset) ||
       (RecordRows.deliveryCountOf(r) > 1 && bySiblings.contains(r.topic, r.partition, r.offset))
   }
