@@ -21,7 +21,7 @@ JVM_SOURCES     := build.sbt versions.properties project/plugins.sbt $(shell fin
 HARNESS_SOURCES := build.sbt versions.properties $(shell find tests/harness/src -type f 2>/dev/null)
 PY_SOURCES      := python/pyproject.toml python/README.md $(shell find $(PKG) -name '*.py' -o -name py.typed 2>/dev/null | grep -v _version.py)
 
-.PHONY: demo test test-jvm test-python test-compat typecheck build wheel publish bench bench-scaling bench-latency metrics-picture chaos longrun clean
+.PHONY: demo test test-jvm test-python test-compat typecheck build wheel publish bench bench-scaling bench-latency bench-cost metrics-picture chaos longrun clean
 
 demo: $(VENV)/installed-wheel
 	$(PY) python/examples/demo.py
@@ -50,6 +50,10 @@ bench-scaling: $(VENV)/installed-wheel target/bench/tools.classpath
 # p50/p99 from a record's timestamp to its batch's commit at a steady rate: make bench-latency LATENCY_ARGS="--rate 5000"
 bench-latency: $(VENV)/installed-wheel target/bench/tools.classpath
 	$(PY) tests/bench/latency.py $(LATENCY_ARGS)
+
+# Checkpoint bytes, consumers created and heap per batch in steady state: make bench-cost COST_ARGS="--batches 20"
+bench-cost: $(VENV)/installed-wheel target/bench/tools.classpath
+	$(PY) tests/bench/cost.py $(COST_ARGS)
 
 # The jar on the oldest Spark it supports (pyspark.oldest), in a virtualenv of its own: the provider on
 # local and local-cluster, every strategy on every broker version, two failure cells.

@@ -21,7 +21,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests" / "python"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import charts  # noqa: E402
 from harness import Broker, broker_versions, pins  # noqa: E402
 
 STRATEGIES = ["none", "idempotent", "checkpoint-dedup", "two-phase-commit"]
@@ -105,6 +107,9 @@ def main() -> None:
         for name, rate, note in rows:
             ratios = f"{rate / a:.2f} | {rate / float(b['records_per_s']):.2f}" if name.startswith("(c)") else " | "  # type: ignore[arg-type]
             print(f"| {name} | {rate:,.0f} | {ratios} | {note} |")
+        charts.bars("bench-throughput", f"records/s, {args.records:,} records of {args.size} B, {args.partitions} partitions, K={args.parallelism}",
+                    "records/s", {"records/s": [rate for _, rate, _ in rows]}, [name for name, _, _ in rows],
+                    f"make bench: Kafka {version}, one broker, {subprocess.run(['nproc'], capture_output=True, text=True).stdout.strip()} cores")
     finally:
         broker.stop()
 

@@ -19,6 +19,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests" / "python"))
 
+import charts  # noqa: E402
 from bench import run_measurement  # noqa: E402
 from harness import Broker, broker_versions, harness, pins  # noqa: E402
 
@@ -60,6 +61,10 @@ def main() -> None:
             print(f"| {name} | {r['records']:,.0f} | {r['p50_ms']} | {r['p99_ms']} |")
         if builtin["p99_ms"]:
             print(f"p99 ratio kafka-share / built-in: {share['p99_ms'] / builtin['p99_ms']:.2f}")
+        charts.bars("bench-latency", f"record timestamp to batch commit at {args.rate:,} records/s", "ms",
+                    {"p50": [r["p50_ms"] for r in results.values()], "p99": [r["p99_ms"] for r in results.values()]},
+                    list(results), f"make bench-latency: {args.partitions} partitions, K={args.parallelism}, trigger 0, "
+                    f"{args.seconds} s measured per reader")
     finally:
         broker.stop()
 

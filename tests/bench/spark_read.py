@@ -3,7 +3,9 @@
 Usage: spark_read.py '<json config>'. Prints one JSON line: records read and the seconds they took.
 Config: source ("kafka-share" or "kafka"), bootstrap, topic, group, records, parallelism, strategy,
 master, packages (Maven coordinates for spark.jars.packages, for Spark's own Kafka source), work_ms
-(blocking work per record, in a Python UDF), driver_java_options (a profiler, for example).
+(blocking work per record), work_in ("python": a Python UDF, default; "jvm": Thread.sleep), driver_java_options
+(a profiler, for example), measure_heap (heap after a full GC after the first batch and at the end, and each batch's source
+metrics). Prints also the median of each phase of a measured batch (Spark's durationMs).
 
 The clock runs from the end of the first batch that read records to the end of the batch that read
 the last one: both sources then count reading, not JVM start, Ivy resolution or a share consumer's
@@ -41,7 +43,10 @@ else:
 for key, value in (config.get("options") or {}).items():
     reader = reader.option(key, str(value))
 frame = reader.load()
-if config.get("work_ms"):
+if config.get("work_ms") and config.get("work_in") == "jvm":
+    # The same blocking work without Python workers: Thread.sleep in the executor JVM, whole milliseconds.
+    frame = frame.selectExpr(f"reflect('java.lang.Thread', 'sleep', CAST({int(config['work_ms'])} AS BIGINT)) AS work")
+elif config.get("work_ms"):
     # Blocking work per record (a call to a service, say), in Python workers: the scaling benchmark.
     from pyspark.sql.functions import udf
 
@@ -61,17 +66,35 @@ def batch_end(progress: dict) -> float:  # type: ignore[type-arg]
     return started + progress["durationMs"]["triggerExecution"] / 1000
 
 
+def heap_after_gc() -> int:
+    """Heap in use after a full collection, in this app's JVM (local mode: the driver and the executor)."""
+    jvm = spark._jvm  # type: ignore[attr-defined]
+    jvm.java.lang.System.gc()
+    return int(jvm.java.lang.management.ManagementFactory.getMemoryMXBean().getHeapMemoryUsage().getUsed())
+
+
 deadline = time.time() + float(config.get("timeout_s", 900))
 read = lambda: [p for p in query.recentProgress if p["numInputRows"] > 0]  # noqa: E731
+heap: dict[str, int] = {}
 while sum(p["numInputRows"] for p in read()) < config["records"] and time.time() < deadline and query.isActive:
+    if config.get("measure_heap") and "after_first_batch" not in heap and read():
+        heap["after_first_batch"] = heap_after_gc()
     time.sleep(0.5)
 batches = read()
+if config.get("measure_heap"):
+    heap["at_end"] = heap_after_gc()
 if query.exception():  # a failed query must not pass for a slow one
     raise RuntimeError(f"the query failed: {query.exception()}")
 query.stop()
 total = sum(p["numInputRows"] for p in batches)
 measured = total - batches[0]["numInputRows"] if batches else 0
 seconds = max(batch_end(batches[-1]) - batch_end(batches[0]), 1e-9) if batches else 0.0
+# Where a measured batch's time went (Spark's durationMs: latestOffset, walCommit, addBatch, commitOffsets...).
+phases = sorted({k for p in batches[1:] for k in p["durationMs"]})
+median_ms = {k: sorted(p["durationMs"].get(k, 0) for p in batches[1:])[len(batches[1:]) // 2] for k in phases}
 print(json.dumps({"records": total, "measured_records": measured, "seconds": round(seconds, 3),
-                  "records_per_s": round(measured / seconds) if measured else 0, "batches": len(batches)}))
+                  "records_per_s": round(measured / seconds) if measured else 0, "batches": len(batches),
+                  "median_batch_ms": median_ms,
+                  **({"heap": heap, "source_metrics": [b["sources"][0].get("metrics", {}) for b in batches]}
+                     if config.get("measure_heap") else {})}))
 spark.stop()

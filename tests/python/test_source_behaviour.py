@@ -79,15 +79,21 @@ def test_subscribe_pattern_reads_every_matching_topic(broker: Broker, fresh_name
 
 
 def test_query_progress_reports_the_source_metrics(broker: Broker, fresh_name: Callable[[str], str], tmp_path: Path) -> None:
-    topic, group = prepare(broker, fresh_name, records=500)
-    landed = stream(broker, tmp_path, topic, group, "two-phase-commit", 500)
+    # A long lock: the pool keeps a consumer whose carry is younger than half of it, however slow the machine.
+    topic, group = prepare(broker, fresh_name, records=500, lock_ms=60000)
+    # Several batches, so that consumers created per batch would show in consumersCreatedTotal.
+    landed = stream(broker, tmp_path, topic, group, "two-phase-commit", 500, options={"maxRecordsPerTrigger": 100})
     metrics = landed["metrics"]
     assert isinstance(metrics, dict)
     assert {"lastBatchRecordsAcquired", "lastBatchMaxDeliveryCount", "pinnedRanges", "parallelism", "lockDurationMs",
             "recordsAcquiredTotal", "recordsAcceptedTotal", "recordsReleasedTotal", "recordsReplayedTotal",
-            "redeliveriesDroppedTotal"} <= set(metrics), metrics
-    assert metrics["parallelism"] == "2" and metrics["lockDurationMs"] == "15000"
+            "redeliveriesDroppedTotal", "consumersCreatedTotal"} <= set(metrics), metrics
+    assert metrics["parallelism"] == "2" and metrics["lockDurationMs"] == "60000"
     assert int(metrics["recordsAcquiredTotal"]) >= 500, landed["progress"]
+    # The pool hands the first batch's two consumers to every later batch (two-phase-commit gives them
+    # back at the commit, before the next batch is planned).
+    assert len(landed["batch_sizes"]) >= 4, landed["batch_sizes"]  # type: ignore[arg-type]
+    assert metrics["consumersCreatedTotal"] == "2", metrics
 
 
 def test_local_cluster_100k_records_into_parquet_exactly_once(broker: Broker, fresh_name: Callable[[str], str],

@@ -56,6 +56,10 @@ final class PooledShareConsumer(val key: ConsumerKey) {
 
   def carrying: Int = carried.size
 
+  /** How many times the pool handed it out: 1 for a consumer created for the borrowing task. */
+  private[consumer] var borrows: Long = 0L
+  def newlyCreated: Boolean = borrows <= 1
+
   /** When it last went back to the pool (System.nanoTime); the pool closes it after key.idleCloseMs. */
   @volatile private[consumer] var idleSinceNanos: Long = System.nanoTime
 

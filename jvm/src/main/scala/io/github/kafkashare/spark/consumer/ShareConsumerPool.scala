@@ -41,11 +41,12 @@ object ShareConsumerPool extends Logging {
       val c = queue.pollFirst()
       if (c != null) { if (tooLongLocked(c)) discard(c) else found = c }
     }
-    if (found != null) found
-    else {
+    if (found == null) {
       created.incrementAndGet()
-      new PooledShareConsumer(key)
+      found = new PooledShareConsumer(key)
     }
+    found.borrows += 1
+    found
   }
 
   private def tooLongLocked(c: PooledShareConsumer): Boolean =

@@ -44,6 +44,7 @@ private[reader] final class PinnedPolls(partition: KafkaShareInputPartition, cou
   private val startedAt = System.nanoTime
   // Borrowed until the task's last part is acknowledged; then null (back in the pool, or held).
   private var consumer: PooledShareConsumer = ShareConsumerPool.borrow(partition.consumerKey)
+  if (consumer.newlyCreated) counters.consumersCreated += 1
   private var part      = 0
   private var emitted   = 0L
   private var ownParts  = TopicPartitionRanges.empty
