@@ -1,7 +1,7 @@
 """`make bench-cost`: what a batch costs besides reading: checkpoint bytes, new consumers, heap.
 
-One broker, a topic of `--partitions` partitions. kafka-share (checkpoint-dedup, parallelism
-`--parallelism`, local mode) reads it once for each batch size in `--batch-records` (maxRecordsPerTrigger),
+One broker, a topic of `--partitions` partitions. kafka-share (`--strategy`, checkpoint-dedup by default;
+parallelism `--parallelism`, local mode) reads it once for each batch size in `--batch-records` (maxRecordsPerTrigger),
 each time for `--batches` batches, and prints per batch size:
   - checkpoint bytes per batch and per record: Spark's offset and commit logs and the source's
     acquisition log, the files of each batch summed after the run (within Spark's 100 retained
@@ -12,7 +12,7 @@ each time for `--batches` batches, and prints per batch size:
 The steady-state targets: 0 consumers per batch, and checkpoint bytes per batch that follow the
 offset ranges a batch pins (one per poll and partition), not its record count.
 
-Usage: cost.py [--batches 20] [--batch-records 1000,10000] [--partitions 4] [--parallelism 4]
+Usage: cost.py [--batches 20] [--batch-records 1000,10000] [--partitions 4] [--parallelism 4] [--strategy S]
 """
 
 from __future__ import annotations
@@ -53,6 +53,7 @@ def main() -> None:
     parser.add_argument("--batch-records", default="1000,10000")
     parser.add_argument("--partitions", type=int, default=4)
     parser.add_argument("--parallelism", type=int, default=4)
+    parser.add_argument("--strategy", default="checkpoint-dedup")
     args = parser.parse_args()
     sizes = [int(s) for s in args.batch_records.split(",")]
 
@@ -61,12 +62,12 @@ def main() -> None:
     try:
         rows = []
         for size in sizes:
-            topic, records = f"cost-{size}", size * args.batches
+            topic, records = f"cost-{size}-{args.strategy}", size * args.batches
             broker.create_topic(topic, args.partitions)
             broker.produce(topic, records, 100)
-            checkpoint = work / f"chk-{size}"
+            checkpoint = work / f"chk-{size}-{args.strategy}"
             result = spark_read({"bootstrap": broker.bootstrap, "topic": topic, "records": records, "source": "kafka-share",
-                                 "group": f"cost-{size}", "parallelism": args.parallelism, "strategy": "checkpoint-dedup",
+                                 "group": f"cost-{size}-{args.strategy}", "parallelism": args.parallelism, "strategy": args.strategy,
                                  "checkpoint": str(checkpoint), "master": f"local[{args.parallelism}]", "measure_heap": True,
                                  "options": {"maxRecordsPerTrigger": size}})
             metrics: list[dict[str, str]] = result["source_metrics"]  # type: ignore[assignment]
@@ -78,7 +79,7 @@ def main() -> None:
             created = [int(m.get("consumersCreatedTotal", "0")) for m in metrics]
             pinned_after_first = int(result["measured_records"])  # type: ignore[call-overload]
             rows.append({
-                "batch records": size, "batches": len(metrics),
+                "batch records": size, "batches": len(metrics), "records/s": result["records_per_s"],
                 "checkpoint bytes/batch": round(steady_bytes),
                 "of which Spark's offset+commit logs": round(mean("spark")),
                 "acquisition log files/batch": round(mean("acquisition files"), 1),
@@ -89,7 +90,7 @@ def main() -> None:
                 "heap MB at end": round(heap["at_end"] / 2**20, 1),
                 "heap bytes/pinned record": round((heap["at_end"] - heap["after_first_batch"]) / max(pinned_after_first, 1), 1)})
             print(rows[-1], flush=True)
-        print(f"\n{args.partitions} partitions, parallelism {args.parallelism}, checkpoint-dedup, {args.batches} batches each\n")
+        print(f"\n{args.partitions} partitions, parallelism {args.parallelism}, {args.strategy}, {args.batches} batches each\n")
         print("| " + " | ".join(rows[0]) + " |\n|" + "---:|" * len(rows[0]))
         for row in rows:
             print("| " + " | ".join(f"{v:,}" if isinstance(v, int) else str(v) for v in row.values()) + " |")

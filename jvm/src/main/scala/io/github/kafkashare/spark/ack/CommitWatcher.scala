@@ -51,8 +51,10 @@ object CommitWatcher extends Logging {
 
   /** Holds `consumer` (with its acquired records) until `commitFile` exists or `maxHoldMs` passes. */
   def holdUntilCommitted(consumer: PooledShareConsumer, commitFile: Path, conf: SerializableHadoopConf, maxHoldMs: Long,
-      explicit: Option[ExplicitDecisions]): Unit =
+      explicit: Option[ExplicitDecisions]): Unit = {
+    ShareConsumerPool.expectBack(consumer)
     holds.add(Hold(consumer, commitFile, conf, System.nanoTime + TimeUnit.MILLISECONDS.toNanos(maxHoldMs), explicit))
+  }
 
   /** Takes the acknowledgements made for `groupId` since the last call, for a read task to report. */
   def takeCounts(groupId: String): Counts = Option(counts.get(groupId)).fold(Counts(0, 0, 0)) { c =>

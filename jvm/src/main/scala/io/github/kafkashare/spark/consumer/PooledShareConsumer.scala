@@ -60,6 +60,9 @@ final class PooledShareConsumer(val key: ConsumerKey) {
   private[consumer] var borrows: Long = 0L
   def newlyCreated: Boolean = borrows <= 1
 
+  /** Out with a commit watcher, which gives it back or discards it (ShareConsumerPool.expectBack). */
+  @volatile private[consumer] var expectedBack = false
+
   /** When it last went back to the pool (System.nanoTime); the pool closes it after key.idleCloseMs. */
   @volatile private[consumer] var idleSinceNanos: Long = System.nanoTime
 

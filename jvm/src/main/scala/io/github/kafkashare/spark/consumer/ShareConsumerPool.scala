@@ -17,7 +17,8 @@ import org.apache.spark.internal.Logging
  *    leftovers, so a borrower's bug cannot make another task acknowledge its records).
  *  - `discard` closes it (after an error that may have left it in an unknown state).
  *  - A consumer that holds records for a two-phase commit is with the [[io.github.kafkashare.spark.ack.CommitWatcher]],
- *    not in the pool, until its batch commits.
+ *    not in the pool, until its batch commits (`expectBack`); a borrower finding no idle consumer
+ *    waits a moment for such a one rather than create a new one.
  *  - A consumer idle for longer than its key's `idleCloseMs`, or whose carry is older than that, is
  *    closed, and never handed out. Why: records a consumer fetched but a poll did not return yet, and
  *    its carry, stay acquired by it, invisible to the rest of the group, until it polls again or
@@ -35,11 +36,14 @@ object ShareConsumerPool extends Logging {
   def consumersCreated: Long = created.get
 
   def borrow(key: ConsumerKey): PooledShareConsumer = {
-    val queue = idle.get(key)
-    var found: PooledShareConsumer = null
-    while (found == null && queue != null && !queue.isEmpty) {
-      val c = queue.pollFirst()
-      if (c != null) { if (tooLongLocked(c)) discard(c) else found = c }
+    var found = takeIdle(key)
+    // A batch that holds records until its commit keeps its consumers with the commit watcher until
+    // it sees the commit, a moment after the next batch's tasks start. A new consumer would cost far
+    // more (it joins the group and waits seconds for an assignment), so wait for one to come back.
+    val waitUntil = System.nanoTime + TimeUnit.MILLISECONDS.toNanos(math.min(MaxWaitForHeldMs, key.idleCloseMs / 4))
+    while (found == null && heldCount(key) > 0 && System.nanoTime < waitUntil) {
+      Thread.sleep(10)
+      found = takeIdle(key)
     }
     if (found == null) {
       created.incrementAndGet()
@@ -49,11 +53,41 @@ object ShareConsumerPool extends Logging {
     found
   }
 
+  /** The longest a borrower waits for a consumer that a commit watcher is about to give back. */
+  val MaxWaitForHeldMs = 1000L
+
+  private def takeIdle(key: ConsumerKey): PooledShareConsumer = {
+    val queue = idle.get(key)
+    var found: PooledShareConsumer = null
+    while (found == null && queue != null && !queue.isEmpty) {
+      val c = queue.pollFirst()
+      if (c != null) { if (tooLongLocked(c)) discard(c) else found = c }
+    }
+    found
+  }
+
+  // Consumers a commit watcher holds, per key: they come back to the pool (or are discarded) soon.
+  private val held = new ConcurrentHashMap[ConsumerKey, AtomicLong]()
+
+  private def heldCount(key: ConsumerKey): Long = Option(held.get(key)).fold(0L)(_.get)
+
+  /** `consumer` is out with a commit watcher and will come back through giveBack or discard. */
+  def expectBack(consumer: PooledShareConsumer): Unit = {
+    consumer.expectedBack = true
+    held.computeIfAbsent(consumer.key, _ => new AtomicLong()).incrementAndGet()
+  }
+
+  private def cameBack(consumer: PooledShareConsumer): Unit = if (consumer.expectedBack) {
+    consumer.expectedBack = false
+    held.get(consumer.key).decrementAndGet()
+  }
+
   private def tooLongLocked(c: PooledShareConsumer): Boolean =
     TimeUnit.NANOSECONDS.toMillis(System.nanoTime - c.lockedSinceNanos) > c.key.idleCloseMs
 
   def giveBack(consumer: PooledShareConsumer): Unit =
     try {
+      cameBack(consumer)
       consumer.releaseHeld()
       consumer.idleSinceNanos = System.nanoTime
       idle.computeIfAbsent(consumer.key, _ => new ConcurrentLinkedDeque()).addFirst(consumer)
@@ -64,7 +98,7 @@ object ShareConsumerPool extends Logging {
     }
 
   def discard(consumer: PooledShareConsumer): Unit =
-    try consumer.close() catch { case NonFatal(e) => logWarning("closing a share consumer failed", e) }
+    try { cameBack(consumer); consumer.close() } catch { case NonFatal(e) => logWarning("closing a share consumer failed", e) }
 
   /** Closes the idle consumers of `key` (a query stopped): what they fetched ahead goes back to the group. */
   def closeIdle(key: ConsumerKey): Unit = Option(idle.get(key)).foreach(drain)

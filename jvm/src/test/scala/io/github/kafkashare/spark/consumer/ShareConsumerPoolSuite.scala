@@ -1,0 +1,62 @@
+package io.github.kafkashare.spark.consumer
+
+import java.util.UUID
+
+import org.scalatest.funsuite.AnyFunSuite
+
+/** The pool's reuse rules. A share consumer connects only when it polls, so no broker is needed. */
+class ShareConsumerPoolSuite extends AnyFunSuite {
+
+  // Nothing listens on port 1: these consumers never poll.
+  private def freshKey() = ConsumerKey(s"pool-suite-${UUID.randomUUID}", Map("bootstrap.servers" -> "127.0.0.1:1"), 60000L)
+
+  test("a consumer given back is handed out again; only the first borrow creates one") {
+    val key   = freshKey()
+    val first = ShareConsumerPool.borrow(key)
+    assert(first.newlyCreated)
+    ShareConsumerPool.giveBack(first)
+    val again = ShareConsumerPool.borrow(key)
+    try {
+      assert(again eq first)
+      assert(!again.newlyCreated)
+    } finally ShareConsumerPool.discard(again)
+  }
+
+  test("a borrower waits for a consumer that a commit watcher is about to give back, instead of creating one") {
+    val key  = freshKey()
+    val held = ShareConsumerPool.borrow(key)
+    ShareConsumerPool.expectBack(held) // as CommitWatcher.holdUntilCommitted does
+    val giver = new Thread(() => { Thread.sleep(300); ShareConsumerPool.giveBack(held) })
+    giver.start()
+    val createdBefore = ShareConsumerPool.consumersCreated
+    val borrowed      = ShareConsumerPool.borrow(key)
+    giver.join()
+    try {
+      assert(borrowed eq held)
+      assert(ShareConsumerPool.consumersCreated == createdBefore)
+    } finally ShareConsumerPool.discard(borrowed)
+  }
+
+  test("without consumers out with a commit watcher, an empty pool creates one at once") {
+    val key     = freshKey()
+    val started = System.nanoTime
+    val c       = ShareConsumerPool.borrow(key)
+    try {
+      assert(c.newlyCreated)
+      assert((System.nanoTime - started) / 1000000L < ShareConsumerPool.MaxWaitForHeldMs)
+    } finally ShareConsumerPool.discard(c)
+  }
+
+  test("a consumer discarded by the watcher ends the wait too: the borrower then creates one") {
+    val key  = freshKey()
+    val held = ShareConsumerPool.borrow(key)
+    ShareConsumerPool.expectBack(held)
+    ShareConsumerPool.discard(held)
+    val started = System.nanoTime
+    val c       = ShareConsumerPool.borrow(key)
+    try {
+      assert(c ne held)
+      assert((System.nanoTime - started) / 1000000L < ShareConsumerPool.MaxWaitForHeldMs)
+    } finally ShareConsumerPool.discard(c)
+  }
+}
