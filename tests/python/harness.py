@@ -79,6 +79,9 @@ class Broker:
     def create_topic(self, topic: str, partitions: int) -> None:
         harness("create-topic", self.bootstrap, topic, str(partitions))
 
+    def delete_topic(self, topic: str) -> None:
+        harness("delete-topic", self.bootstrap, topic)
+
     def group_config(self, group: str, settings: dict[str, str]) -> None:
         harness("group-config", self.bootstrap, group, *(f"{k}={v}" for k, v in settings.items()))
 

@@ -7,6 +7,7 @@ fail (not read on from a wrong place, which would lose or double records) and sa
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Callable
 
@@ -37,7 +38,7 @@ def damage_acquisitions(checkpoint: Path) -> None:
 
 
 CASES = {
-    "offset from a newer connector": (lambda c: damage_offset(c, lambda s: s.replace('"version":1', '"version":99')),
+    "offset from a newer connector": (lambda c: damage_offset(c, lambda s: re.sub(r'"version":\d+', '"version":99', s)),
                                       "offset of version 99, newer than this connector reads"),
     "offset cut short": (lambda c: damage_offset(c, lambda s: s[: len(s) // 2]),
                          "cannot read the kafka-share offset"),

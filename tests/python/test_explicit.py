@@ -7,6 +7,7 @@ spark_kafka_share.acknowledge, then checks what the broker did with the decision
 from __future__ import annotations
 
 import json
+import time
 from collections import Counter
 from pathlib import Path
 from typing import Callable
@@ -15,6 +16,7 @@ import pytest
 
 from conftest import record_delivery_counts, run_spark
 from harness import Broker
+from spark_runs import finish, start_spark
 from streams import NEWEST
 
 pytestmark = pytest.mark.parametrize("broker", [NEWEST], indirect=True, ids=[f"kafka-{NEWEST}"])
@@ -107,5 +109,66 @@ def test_decisions_that_cannot_apply_are_refused(broker: Broker, fresh_name: Cal
     assert "unknown decision 'maybe'" in errors["unknown"] and "use accept, release or reject" in errors["unknown"]
     assert "which is not a record of batch" in errors["not in batch"]
     # The good decisions that followed were applied: everything landed once, nothing left.
+    assert Counter(result["landed"]) == Counter(str(k) for k in range(records))  # type: ignore[arg-type]
+    assert nothing_left(broker, group, topic) == 0
+
+
+def test_decisions_in_a_union_name_sparks_batch_id(broker: Broker, fresh_name: Callable[[str], str], tmp_path: Path) -> None:
+    """The kafka-share stream is unioned with a rate stream, and its records are produced once the
+    query has run batches of the rate stream alone: foreachBatch's batch id is then far ahead of the
+    batches this source took part in, and the decisions name Spark's id."""
+    records = 60
+    topic, group = fresh_name("explicit"), fresh_name("explicit-group")
+    broker.create_topic(topic, 2)
+    # A lock long enough for a first batch that waits for its consumers to join on a loaded machine.
+    broker.group_config(group, {"share.record.lock.duration.ms": "30000"})
+    query = start_spark("explicit_stream.py", json.dumps({
+        "bootstrap": broker.bootstrap, "topic": topic, "group": group, "scenario": "decisions", "records": records,
+        "checkpoint": str(tmp_path / "checkpoint"), "sink": str(tmp_path / "sink"), "union_rate": True}))
+    commits = tmp_path / "checkpoint" / "commits"
+    deadline = time.time() + 120
+    # Batches of the rate stream alone (the kafka-share source has nothing) before any record exists.
+    while time.time() < deadline and len([f for f in commits.glob("*") if f.name.isdigit()]) < 5:
+        time.sleep(0.5)
+    # The first batch's consumers wait in the pool with a fetch outstanding: records that arrived now
+    # would be acquired by them, and given back when the pool closes them (after half a lock), with a
+    # delivery spent. The decisions here go by delivery count, so produce once they are closed.
+    time.sleep(18)
+    broker.produce(topic, records)
+    result = finish(query, timeout=400)
+    assert result["restarts"] == 0, result
+    seen = Counter((k, dc) for k, dc, _ in result["seen"])  # type: ignore[union-attr, misc]
+    released = [str(k) for k in range(records) if k % 3 == 1]
+    # RELEASE applied after the batch committed (not before: the commit watcher waits for Spark's
+    # commit of this very batch): each released record came back once, with delivery count 2.
+    assert all(seen[(k, 1)] == 1 and seen[(k, 2)] == 1 for k in released), seen
+    assert all(seen[(str(k), 2)] == 0 for k in range(records) if k % 3 != 1), seen
+    landed = Counter(result["landed"])  # type: ignore[arg-type]
+    assert sorted(landed) == sorted(str(k) for k in range(records) if k % 3 != 0), landed
+    assert nothing_left(broker, group, topic) == 0
+
+
+@pytest.mark.parametrize("strategy", ["two-phase-commit", "checkpoint-dedup"])
+def test_records_released_by_the_default_decision_come_back(broker: Broker, fresh_name: Callable[[str], str],
+                                                            tmp_path: Path, strategy: str) -> None:
+    records = 100
+    topic, group, result = run(broker, fresh_name, tmp_path, "release-by-default", records, strategy=strategy,
+                               options={"kafka.share.acknowledgment.default": "release"})
+    seen = Counter((k, dc) for k, dc, _ in result["seen"])  # type: ignore[union-attr, misc]
+    keys = [str(k) for k in range(records)]
+    assert all(seen[(k, 1)] == 1 and seen[(k, 2)] == 1 for k in keys), seen
+    landed = Counter(result["landed"])  # type: ignore[arg-type]
+    lost, doubled = records - len(landed), sum(n - 1 for n in landed.values())
+    record_delivery_counts(f"dflt explicit+{strategy:17} produced {records:6d} landed {len(landed):6d} "
+                           f"lost {lost:4d} doubled {doubled:4d} (released by default, then accepted)")
+    assert lost == 0 and doubled == 0, landed
+    assert nothing_left(broker, group, topic) == 0
+
+
+def test_acknowledge_may_be_the_first_action_on_the_batch(broker: Broker, fresh_name: Callable[[str], str],
+                                                          tmp_path: Path) -> None:
+    records = 200
+    topic, group, result = run(broker, fresh_name, tmp_path, "ack-first", records)
+    assert result["restarts"] == 0, result
     assert Counter(result["landed"]) == Counter(str(k) for k in range(records))  # type: ignore[arg-type]
     assert nothing_left(broker, group, topic) == 0

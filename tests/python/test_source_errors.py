@@ -39,6 +39,7 @@ def test_query_start_errors(broker: Broker, fresh_name: Callable[[str], str]) ->
         "bad option": {**good, "kafka.share.exactly.once.strategy": "exactly-once"},
         "refused client setting": {**good, "kafka.auto.offset.reset": "earliest"},
         "explicit without foreachBatch": {**good, "kafka.share.acknowledgment.mode": "explicit"},
+        "parallelism above the group's size": {**good, "kafka.share.parallelism": "500"},
     })
     assert "topic(s) no-such-topic do not exist" in str(seen["missing topic"]["message"])
     unreachable = seen["unreachable broker"]
@@ -49,6 +50,9 @@ def test_query_start_errors(broker: Broker, fresh_name: Callable[[str], str]) ->
     assert "use option 'startingOffsets'" in str(seen["refused client setting"]["message"])
     explicit = str(seen["explicit without foreachBatch"]["message"])
     assert "'explicit' needs a query whose foreachBatch gives the decisions" in explicit and "NoopTable" in explicit
+    # The broker's default group.share.max.size is 200: 500 consumers could never all join the group.
+    too_many = str(seen["parallelism above the group's size"]["message"])
+    assert "'kafka.share.parallelism' = 500" in too_many and "group.share.max.size (200)" in too_many, too_many
 
 
 @pytest.mark.parametrize("broker", [NEWEST], indirect=True, ids=[f"kafka-{NEWEST}"])

@@ -3,7 +3,9 @@
 Usage: explicit_stream.py '<json config>'. Prints one JSON line with what happened.
 
 Config keys: bootstrap, topic, group, checkpoint, sink, scenario, timeout_s, options (extra source
-options), marker (a file that makes the "fail-once" failure happen once).
+options), marker (a file that makes the "fail-once" failure happen once), strategy, union_rate (the
+stream is unioned with a `rate` stream: Spark runs batches in which only the rate source moved, so
+its batch ids run ahead of the batches this source takes part in).
 
 Records carry keys "0".."N-1". The sink gets the records foreachBatch ACCEPTs (as a user would write
 what it processed); <sink>-seen gets every row the query was given, with its delivery count.
@@ -16,6 +18,10 @@ Scenarios:
              started again. Ends when every key landed.
   bad-decisions  the first batch with records tries an unknown decision and a record of no batch;
              reports both errors, then accepts everything.
+  release-by-default  decides nothing on a first delivery (kafka.share.acknowledgment.default=release
+             must bring the record back), accepts on the next. Ends when every key landed.
+  ack-first  the acknowledgement is the first action on the batch (nothing else read it before);
+             accepts everything.
 """
 
 import json
@@ -49,18 +55,29 @@ def decide(rows: DataFrame) -> DataFrame:
                                .when(n % 3 == 1, "accept"))
     if scenario == "poison":
         return rows.withColumn("decision", F.when(n == 7, "release").otherwise("accept"))
+    if scenario == "release-by-default":
+        return rows.withColumn("decision", F.when(F.col("deliveryCount") >= 2, "accept"))
     return rows.withColumn("decision", F.lit("accept"))
 
 
+# What records without a decision get: the sink holds what was processed (accepted).
+default_accepts = (config.get("options") or {}).get("kafka.share.acknowledgment.default", "accept") == "accept"
+
+
 def process(batch: DataFrame, batch_id: int) -> None:
+    if config.get("union_rate"):
+        batch = batch.where(F.col("topic").isNotNull())  # the kafka-share records of the batch
+    if scenario == "ack-first":
+        spark_kafka_share.acknowledge(batch.select("topic", "partition", "offset", F.lit("accept").alias("decision")),
+                                      batch_id, config["group"])
     rows = batch.select("key", "topic", "partition", "offset", "deliveryCount").cache()
     if rows.isEmpty():
         return
     decided = decide(rows)
     decided.select(F.col("key").cast("string").alias("k"), "deliveryCount", "decision") \
         .write.mode("overwrite").parquet(f"{seen}/batch={batch_id}")
-    # Undecided records get the default (accept): they are processed too.
-    decided.where(F.col("decision").isNull() | (F.col("decision") == "accept")) \
+    # Undecided records get the default: processed too when it is accept.
+    decided.where((F.col("decision").isNull() & F.lit(default_accepts)) | (F.col("decision") == "accept")) \
         .select(F.col("key").cast("string").alias("k"), "partition", "offset", "deliveryCount") \
         .write.mode("overwrite").parquet(f"{sink}/batch={batch_id}")
     if scenario == "bad-decisions" and not result["errors"]:
@@ -84,7 +101,14 @@ def start_query():  # type: ignore[no-untyped-def]
                   strategy=config.get("strategy", "two-phase-commit")).to_dict()))
     for k, v in (config.get("options") or {}).items():
         reader = reader.option(k, str(v))
-    return (reader.load().writeStream.foreachBatch(process).option("checkpointLocation", config["checkpoint"])
+    records = reader.load()
+    if config.get("union_rate"):
+        columns = ["key", "topic", "partition", "offset", "deliveryCount"]
+        ticks = spark.readStream.format("rate").option("rowsPerSecond", 2).load().select(
+            F.lit(None).cast("binary").alias("key"), F.lit(None).cast("string").alias("topic"),
+            F.lit(-1).alias("partition"), F.col("value").alias("offset"), F.lit(0).alias("deliveryCount"))
+        records = records.select(*columns).unionByName(ticks)
+    return (records.writeStream.foreachBatch(process).option("checkpointLocation", config["checkpoint"])
             .trigger(processingTime="200 milliseconds").start())
 
 

@@ -6,10 +6,12 @@ wait for), timeout_s, failure (F1 to F10 or none; see inject_* below), failure_b
 F1, F2, F4, F5 and F10 hit, 1 by default), inject_after_s (F3, F6, F7: seconds after the first
 batch landed), marker (a file that makes a failure happen once; it receives the time of the
 injection), broker_dir and broker_version (F6: the broker to restart), pause_s (F7), stop_after_batches (stop after that many non-empty batches), options (extra options),
-trigger ("processing" or "available_now"), trigger_interval (of the processing-time trigger), idle_check_s (after everything landed, stay running that
+compare_order (F8: also compare the order of rows of two reads), trigger ("processing" or "available_now"), trigger_interval (of the processing-time trigger), idle_check_s (after everything landed, stay running that
 long and report how many batches ran meanwhile), status_file (the sink's distinct count, rewritten
 every status_every_s seconds, 1 by default), until_file (run until it exists instead of until
-`expected` landed), report_keys, pid_file (receives {"pid": driver JVM, "app_id": ...} at start).
+`expected` landed), report_keys, pid_file (receives {"pid": driver JVM, "app_id": ...} at start), union_rate (union the source with a
+`rate` stream), sink_format (Spark's file sink in that format instead of foreachBatch). Failure F4r
+kills the driver inject_after_s seconds after the first committed batch, at whatever it is doing.
 
 The sink writes batch N to <sink>/batch=N with mode overwrite, so a re-run batch replaces itself:
 an idempotent sink per batch id, as the delivery contract assumes.
@@ -26,7 +28,7 @@ from pathlib import Path
 
 from pyspark import TaskContext
 from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql.functions import col, spark_partition_id, udf
+from pyspark.sql.functions import col, lit, spark_partition_id, udf
 from pyspark.sql.types import StringType
 
 import spark_kafka_share
@@ -79,7 +81,7 @@ def spark_jvm_pid() -> int:
 def inject_in_background() -> None:
     """F3, F6, F7 strike at a moment, not at a batch: a thread waits for the first committed batch plus
     inject_after_s, then kills an executor (F3), restarts the broker (F6) or pauses the JVM (F7)."""
-    if failure not in ("F3", "F6", "F7") or marker.exists():
+    if failure not in ("F3", "F4r", "F6", "F7") or marker.exists():
         return
     app_id, jvm_pid = spark.sparkContext.applicationId, spark_jvm_pid()
 
@@ -89,6 +91,8 @@ def inject_in_background() -> None:
             time.sleep(0.2)
         time.sleep(float(config.get("inject_after_s", 0)))
         injected()
+        if failure == "F4r":  # the driver dies at a moment, not at a batch
+            kill_driver()
         if failure == "F3":  # SIGKILL one executor JVM of this application (local-cluster mode)
             pids = subprocess.run(["pgrep", "-f", f"CoarseGrainedExecutorBackend.*{app_id}"],
                                   capture_output=True, text=True).stdout.split()
@@ -111,6 +115,13 @@ def write_batch(df: DataFrame, batch_id: int) -> None:
         injected()
         rows = rows.withColumn("k", fail_once_first_task(batch_id)(col("k")))
     if failure == "F8":
+        if config.get("compare_order"):
+            # The first read (it acquires) against a second (it replays the acquisition log): rows in
+            # the order a read returns them (tasks in order, each task's rows as read).
+            ordered = df.select(col("key").cast("string"), "partition", "offset")
+            first_rows = ordered.collect()
+            if ordered.collect() != first_rows:
+                Path(f"{sink}.replay-mismatch").write_text(f"batch {batch_id}: two reads returned rows in another order\n")
         first_count = rows.count()  # a first action on the batch: the source is read twice
     if failure == "F4" and batch_id == failure_batch and once:
         injected()
@@ -169,8 +180,22 @@ def start_query():  # type: ignore[no-untyped-def]
         reader = reader.option("subscribe", config["topic"])
     for k, v in (config.get("options") or {}).items():
         reader = reader.option(k, str(v))
-    writer = (reader.load().writeStream.foreachBatch(write_batch)
-              .option("checkpointLocation", config["checkpoint"]))
+    records = reader.load()
+    if config.get("union_rate"):
+        # A union with a rate stream: Spark runs batches in which only the rate source moved.
+        ticks = spark.readStream.format("rate").option("rowsPerSecond", 5).load().select(
+            lit(None).cast("binary").alias("key"), lit(None).cast("string").alias("topic"), lit(-1).alias("partition"),
+            col("value").alias("offset"), lit(0).alias("deliveryCount"))
+        records = (records.select("key", "topic", "partition", "offset", "deliveryCount").unionByName(ticks)
+                   .where(col("topic").isNotNull()))
+    if config.get("sink_format"):
+        # Spark's file sink (idempotent per batch id through its metadata log) instead of foreachBatch.
+        writer = (records.select(col("key").cast("string").alias("k"), "partition", "offset", "deliveryCount",
+                                 spark_partition_id().alias("task"))
+                  .writeStream.format(config["sink_format"]).option("path", sink)
+                  .option("checkpointLocation", config["checkpoint"]))
+    else:
+        writer = records.writeStream.foreachBatch(write_batch).option("checkpointLocation", config["checkpoint"])
     if config.get("trigger") == "available_now":
         return writer.trigger(availableNow=True).start()
     return writer.trigger(processingTime=config.get("trigger_interval", "200 milliseconds")).start()

@@ -6,7 +6,7 @@ import java.util.concurrent.{ConcurrentHashMap, ConcurrentLinkedQueue, Executors
 import scala.jdk.CollectionConverters._
 import scala.util.control.NonFatal
 
-import io.github.kafkashare.spark.consumer.{PooledShareConsumer, ShareConsumerPool}
+import io.github.kafkashare.spark.consumer.{ConsumerKey, PooledShareConsumer, ShareConsumerPool}
 import io.github.kafkashare.spark.offsets.{DecisionLog, SerializableHadoopConf}
 import io.github.kafkashare.spark.options.Decision
 import org.apache.hadoop.fs.{FileContext, Path}
@@ -35,12 +35,12 @@ object CommitWatcher extends Logging {
   private final case class Hold(consumer: PooledShareConsumer, commitFile: Path, conf: SerializableHadoopConf,
       deadlineNanos: Long, explicit: Option[ExplicitDecisions])
 
-  /** Acknowledgements made here, per share group, that no read task has reported yet. */
+  /** Acknowledgements made here, per query (consumer key), that no read task of it has reported yet. */
   final case class Counts(accepted: Long, released: Long, rejected: Long)
   private final class Counters { val accepted, released, rejected = new AtomicLong }
 
   private val holds  = new ConcurrentLinkedQueue[Hold]()
-  private val counts = new ConcurrentHashMap[String, Counters]()
+  private val counts = new ConcurrentHashMap[ConsumerKey, Counters]()
 
   private val timer = Executors.newSingleThreadScheduledExecutor(new ThreadFactory {
     override def newThread(r: Runnable): Thread = {
@@ -56,8 +56,8 @@ object CommitWatcher extends Logging {
     holds.add(Hold(consumer, commitFile, conf, System.nanoTime + TimeUnit.MILLISECONDS.toNanos(maxHoldMs), explicit))
   }
 
-  /** Takes the acknowledgements made for `groupId` since the last call, for a read task to report. */
-  def takeCounts(groupId: String): Counts = Option(counts.get(groupId)).fold(Counts(0, 0, 0)) { c =>
+  /** Takes the acknowledgements made for `key` since the last call, for a read task to report. */
+  def takeCounts(key: ConsumerKey): Counts = Option(counts.get(key)).fold(Counts(0, 0, 0)) { c =>
     Counts(c.accepted.getAndSet(0), c.released.getAndSet(0), c.rejected.getAndSet(0))
   }
 
@@ -96,7 +96,7 @@ object CommitWatcher extends Logging {
         logWarning(s"the broker refused the acknowledgements of ${hold.commitFile.getName}'s held records of $t-$p " +
           s"(${e.getMessage}): their locks ran out first; they will be delivered again and, pinned, dropped by this query")
       }
-      val c    = counts.computeIfAbsent(consumer.key.groupId, _ => new Counters)
+      val c    = counts.computeIfAbsent(consumer.key, _ => new Counters)
       c.accepted.addAndGet(made.getOrElse(Decision.Accept, 0).toLong)
       c.released.addAndGet(made.getOrElse(Decision.Release, 0).toLong)
       c.rejected.addAndGet(made.getOrElse(Decision.Reject, 0).toLong)

@@ -6,7 +6,7 @@ import java.util.UUID
 import scala.collection.mutable
 
 import io.github.kafkashare.spark.errors.ShareSourceErrors
-import io.github.kafkashare.spark.offsets.{AcquisitionEntry, DecisionLog, OffsetRanges, TopicPartitionRanges}
+import io.github.kafkashare.spark.offsets.{AcquisitionLog, DecisionLog, OffsetRanges, TopicPartitionRanges}
 import io.github.kafkashare.spark.options.Decision
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.connector.catalog.{SupportsWrite, Table, TableCapability}
@@ -19,7 +19,9 @@ import org.apache.spark.sql.types._
  * the decisions once the batch commits (CommitWatcher).
  *
  * Checked here, before anything is stored: the columns, that the group has a running explicit-mode
- * query that runs this batch, every decision's name, and that every record belongs to the batch.
+ * query that is not past this batch, every decision's name, and that every record belongs to the
+ * batch. Membership is checked in the write tasks against the acquisition log as it is then: the
+ * decisions may be the first action on the batch, so its records are pinned while they are decided.
  */
 final class DecisionsTable(groupId: String, batch: Long) extends Table with SupportsWrite {
 
@@ -34,7 +36,7 @@ final class DecisionsTable(groupId: String, batch: Long) extends Table with Supp
   override def newWriteBuilder(info: LogicalWriteInfo): WriteBuilder = {
     val columns      = DecisionsTable.columnsOf(info.schema())
     val registration = ExplicitQueries.lookup(groupId, batch)
-    val inBatch = AcquisitionEntry.offsetsOf(registration.acquisitions.readBatch(batch, registration.runningTasks))
+    val inBatch      = new BatchMembership(registration.acquisitions, batch)
     new WriteBuilder {
       override def build(): Write = new Write {
         override def toBatch: BatchWrite = new DecisionsBatchWrite(registration.decisions, batch, columns, inBatch)
@@ -61,9 +63,30 @@ object DecisionsTable {
 
 final case class DecisionColumns(topic: Int, partition: Int, offset: Int, decision: Int)
 
+/**
+ * Whether a record belongs to `batch`, from its acquisition log: the parts written when the write was
+ * planned (read once, on the driver), and on a miss the parts written since. The decisions may be the
+ * first action on the batch, so its read tasks pin records while the decisions on them are written
+ * (the same task reads and decides, or a sibling of it does); each part is pinned before its records
+ * are emitted, so a record that is in the batch is in the log by the time its decision comes.
+ */
+final class BatchMembership(log: AcquisitionLog, batch: Long) extends Serializable {
+  private var partsRead = Set.empty[(Int, Int)]
+  private var known     = TopicPartitionRanges.empty
+  readNewParts()
+
+  def contains(topic: String, partition: Int, offset: Long): Boolean =
+    known.contains(topic, partition, offset) || { readNewParts(); known.contains(topic, partition, offset) }
+
+  private def readNewParts(): Unit = log.partNames(batch).filterNot(partsRead).foreach { case name @ (task, part) =>
+    log.read(batch, task, part).foreach(e => known = known.union(e.offsets))
+    partsRead += name
+  }
+}
+
 final case class DecisionFileWritten(file: String, released: TopicPartitionRanges) extends WriterCommitMessage
 
-final class DecisionsBatchWrite(log: DecisionLog, batch: Long, columns: DecisionColumns, inBatch: TopicPartitionRanges)
+final class DecisionsBatchWrite(log: DecisionLog, batch: Long, columns: DecisionColumns, inBatch: BatchMembership)
     extends BatchWrite {
 
   private val callId = UUID.randomUUID().toString
@@ -81,13 +104,13 @@ final class DecisionsBatchWrite(log: DecisionLog, batch: Long, columns: Decision
   override def abort(messages: Array[WriterCommitMessage]): Unit = ()
 }
 
-final class DecisionsWriterFactory(log: DecisionLog, batch: Long, columns: DecisionColumns, inBatch: TopicPartitionRanges,
+final class DecisionsWriterFactory(log: DecisionLog, batch: Long, columns: DecisionColumns, inBatch: BatchMembership,
     callId: String) extends DataWriterFactory {
   override def createWriter(partitionId: Int, taskId: Long): DataWriter[InternalRow] =
     new DecisionsWriter(log, batch, columns, inBatch, s"$callId-$partitionId-$taskId")
 }
 
-final class DecisionsWriter(log: DecisionLog, batch: Long, columns: DecisionColumns, inBatch: TopicPartitionRanges,
+final class DecisionsWriter(log: DecisionLog, batch: Long, columns: DecisionColumns, inBatch: BatchMembership,
     file: String) extends DataWriter[InternalRow] {
 
   private val decisions = mutable.ArrayBuffer.empty[(Decision, String, Int, Long)]

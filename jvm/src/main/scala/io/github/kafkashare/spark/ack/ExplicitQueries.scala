@@ -12,10 +12,9 @@ import io.github.kafkashare.spark.offsets.{AcquisitionLog, DecisionLog}
  */
 object ExplicitQueries {
 
-  /** A running explicit-mode query: where its logs are, and the batch it runs now. */
+  /** A running explicit-mode query: where its logs are, and the last batch it planned a read for. */
   final class Registration(val groupId: String, val acquisitions: AcquisitionLog, val decisions: DecisionLog) {
     @volatile var runningBatch: Long = -1L
-    @volatile var runningTasks: Int  = 0
   }
 
   private val running = new ConcurrentHashMap[String, Registration]()
@@ -26,10 +25,15 @@ object ExplicitQueries {
 
   def unregister(registration: Registration): Unit = running.remove(registration.groupId, registration)
 
-  /** The query of `groupId`, checked to be running `batch`. */
+  /**
+   * The query of `groupId`, checked not to be past `batch` already. A batch id above the last one
+   * this source planned is fine: Spark runs batches the source takes no part in (their decisions can
+   * name no record), and an acknowledge call may be the first action of a batch, before the source
+   * was asked for its read tasks.
+   */
   def lookup(groupId: String, batch: Long): Registration = {
     val registration = Option(running.get(groupId)).getOrElse(throw ShareSourceErrors.noExplicitQuery(groupId))
-    if (registration.runningBatch != batch) throw ShareSourceErrors.wrongDecisionBatch(groupId, batch, registration.runningBatch)
+    if (batch < registration.runningBatch) throw ShareSourceErrors.wrongDecisionBatch(groupId, batch, registration.runningBatch)
     registration
   }
 }

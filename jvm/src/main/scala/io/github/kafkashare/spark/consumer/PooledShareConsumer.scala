@@ -97,6 +97,7 @@ final class PooledShareConsumer(val key: ConsumerKey) {
       held ++= records
       return PooledShareConsumer.Polled(records, carriedSince, fromCarry = true)
     }
+    if (topics.isEmpty) return PooledShareConsumer.Polled(Nil, System.nanoTime, fromCarry = false) // a pattern matching nothing
     if (topics.toSet != subscribed) { consumer.subscribe(topics.asJava); subscribed = topics.toSet }
     val waitMs   = if (joined) timeoutMs else math.max(timeoutMs, PooledShareConsumer.JoinTimeoutMs)
     val deadline = System.nanoTime + waitMs * 1000000L
@@ -207,9 +208,16 @@ object PooledShareConsumer {
 }
 
 /**
- * Consumers are interchangeable when they join the same group with the same client settings.
- * `idleCloseMs`: how long one may wait in the pool unused before it is closed (see [[ShareConsumerPool]]).
+ * Consumers are interchangeable when everything that decides what they return is the same: the group,
+ * the client settings, the subscription, and the query. A consumer holds records it fetched ahead
+ * (its carry, its client's buffer) for the topics it was subscribed to, on behalf of one query: given
+ * to another query, even of the same group, it would hand that query records that are not its own.
+ *
+ * @param subscription the topics or the pattern, as the option gave them
+ * @param query        the query's checkpoint location (two running queries never share one)
+ * @param idleCloseMs  how long one may wait in the pool unused before it is closed (see [[ShareConsumerPool]])
  */
-final case class ConsumerKey(groupId: String, params: Map[String, String], idleCloseMs: Long) {
-  override def toString: String = s"ConsumerKey($groupId, ${params.size} settings)" // settings may hold secrets
+final case class ConsumerKey(groupId: String, params: Map[String, String], idleCloseMs: Long, subscription: String,
+    query: String) {
+  override def toString: String = s"ConsumerKey($groupId, $subscription, ${params.size} settings)" // settings may hold secrets
 }

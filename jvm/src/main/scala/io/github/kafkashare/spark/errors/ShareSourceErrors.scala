@@ -32,6 +32,11 @@ object ShareSourceErrors {
     error("spark.speculation=true would let two attempts of one read task acquire records for the same batch " +
       "partition; set spark.speculation=false for queries that read kafka-share")
 
+  def parallelismAboveGroupSize(parallelism: Int, maxSize: Int, group: String): ShareSourceException =
+    error(s"option 'kafka.share.parallelism' = $parallelism asks for more share consumers than share group '$group' " +
+      s"may have: the broker's group.share.max.size ($maxSize). Each read task is a member of the group; set " +
+      s"'kafka.share.parallelism' to at most $maxSize, or raise group.share.max.size on the brokers")
+
   def missingTopics(topics: Seq[String], bootstrap: String): ShareSourceException =
     error(s"topic(s) ${topics.mkString(", ")} do not exist on $bootstrap; create them, or fix option 'subscribe'")
 
@@ -56,20 +61,43 @@ object ShareSourceErrors {
 
   def dataLost(topic: String, partition: Int, from: Long, to: Long, earliest: Long): ShareSourceException =
     error(s"records $topic-$partition offsets $from..$to, pinned to a batch that must run again, are no longer in " +
-      s"the topic (its earliest offset is now $earliest: retention removed them). The batch cannot be replayed as " +
-      "it was; raise the topic's retention, or set failOnDataLoss=false to replay what is left")
+      s"the topic (its earliest offset is now $earliest: retention or compaction removed them). The batch cannot be " +
+      "replayed as it was; raise the topic's retention, or set failOnDataLoss=false to replay what is left")
+
+  def replayStalled(topic: String, partition: Int, from: Long, to: Long, bootstrap: String, seconds: Long,
+      cause: Throwable = null): ShareSourceException =
+    error(s"replaying records $topic-$partition offsets $from..$to, pinned to a batch that must run again, got no record " +
+      s"for $seconds s from '$bootstrap' (option 'kafka.bootstrap.servers'). Check that the brokers are up and that the " +
+      "topic still exists; a deleted topic's records cannot be replayed (start the query with a new checkpointLocation)", cause)
 
   def corruptLog(path: String, detail: String): ShareSourceException =
     error(s"the acquisition log file $path is not valid ($detail). It belongs to the query's checkpoint; " +
       "restore the checkpoint from a copy, or start the query with a new checkpointLocation")
 
   def unsupportedOffsetVersion(version: Int, json: String): ShareSourceException =
-    error(s"the checkpoint holds a kafka-share offset of version $version, newer than this connector reads (1): " +
+    error(s"the checkpoint holds a kafka-share offset of version $version, newer than this connector reads (1 to " +
+      s"${io.github.kafkashare.spark.offsets.ShareSourceOffset.Version}): " +
       s"$json. Run the query with the connector version that wrote the checkpoint, or a newer one")
 
   def badOffsetJson(json: String, cause: Throwable): ShareSourceException =
     error(s"cannot read the kafka-share offset '$json' from the checkpoint; expected for example " +
-      """{"version":1,"batch":3,"tasks":4,"pinned":{"orders":{"0":[[0,99]]}}}""", cause)
+      """{"version":2,"batch":3,"tasks":4,"cluster":"q1ShRk0VQ3aZ","group":"orders-processing",""" +
+      """"topicIds":{"orders":"mK3vKQ3xT9Kc"},"pinned":{"orders":{"0":[[0,99]]}}}""", cause)
+
+  def groupChanged(recorded: String, now: String): ShareSourceException =
+    error(s"the checkpoint belongs to share group '$recorded', but option 'kafka.share.group.id' is now '$now'. The " +
+      "checkpoint's pinned records and replays are those of the other group; set 'kafka.share.group.id' back to " +
+      s"'$recorded', or start the query with a new checkpointLocation for group '$now'")
+
+  def clusterChanged(recorded: String, now: String, bootstrap: String): ShareSourceException =
+    error(s"the checkpoint belongs to the Kafka cluster with id '$recorded', but '$bootstrap' (option " +
+      s"'kafka.bootstrap.servers') is the cluster '$now'. Offsets of one cluster name other records on another; point " +
+      "'kafka.bootstrap.servers' at the original cluster, or start the query with a new checkpointLocation")
+
+  def topicRecreated(topic: String, recorded: String, now: String, batch: Long): ShareSourceException =
+    error(s"topic '$topic' was deleted and created again (its id was $recorded, now $now) after batch $batch pinned " +
+      "records of it. The batch must run again and would read the new topic's records at the old offsets; the old " +
+      "records are gone. Start the query with a new checkpointLocation (the new topic is read from the group's start)")
 
   def explicitModeNeedsForeachBatch(sink: String): ShareSourceException =
     error(s"option 'kafka.share.acknowledgment.mode' = 'explicit' needs a query whose foreachBatch gives the decisions " +

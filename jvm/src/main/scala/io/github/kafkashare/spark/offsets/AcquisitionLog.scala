@@ -79,15 +79,17 @@ final class AcquisitionLog(checkpointDir: String, hadoopConf: SerializableHadoop
   }
 
   /**
-   * The parts other tasks of `batch` have written so far. A read task consults them before it pins
-   * a redelivered record: after a pause longer than a lock, a record one task pinned can come back to
-   * a sibling of the same batch, whose pinned set (earlier batches only) does not name it.
+   * The non-empty parts of `batch` written so far, of the tasks `ofTask` selects. A read task
+   * consults its siblings' parts before it pins a record: after a pause longer than a lock, or a
+   * departing member's release, a record one task pinned can come back to a sibling of the same batch,
+   * whose pinned set (earlier batches only) does not name it.
    */
-  def siblingsOf(batch: Long, task: Int): Seq[AcquisitionEntry] = {
-    val dir = new Path(root, batch.toString)
-    CheckpointFiles.list(fc, dir).flatMap(AcquisitionLog.taskAndPart).filter(_._1 != task).sorted
-      .flatMap { case (t, p) => read(batch, t, p) }.filter(_.runs.nonEmpty)
-  }
+  def partsOf(batch: Long, ofTask: Int => Boolean = _ => true): Seq[AcquisitionEntry] =
+    partNames(batch).filter(n => ofTask(n._1)).flatMap { case (t, p) => read(batch, t, p) }.filter(_.runs.nonEmpty)
+
+  /** (task, part) of every part of `batch` written so far, in order. */
+  def partNames(batch: Long): Seq[(Int, Int)] =
+    CheckpointFiles.list(fc, new Path(root, batch.toString)).flatMap(AcquisitionLog.taskAndPart).sorted
 
   /** All records of one batch, as the parts of its tasks (the driver reads them after the batch ran). */
   def readBatch(batch: Long, tasks: Int): Seq[AcquisitionEntry] =

@@ -56,8 +56,16 @@ final class DecisionLog(checkpointDir: String, hadoopConf: SerializableHadoopCon
       }.toMap
     }
 
-  /** The records the batch's decisions RELEASEd (they come back and must be emitted again). */
-  def released(batch: Long): TopicPartitionRanges = manifest(batch).map(_._2).getOrElse(TopicPartitionRanges.empty)
+  /**
+   * The records of the batch (`inBatch`) that were RELEASEd, by a decision or by `default` for the
+   * records that got none: they come back and must be emitted again.
+   */
+  def released(batch: Long, inBatch: TopicPartitionRanges, default: Decision): TopicPartitionRanges =
+    if (default != Decision.Release) manifest(batch).map(_._2).getOrElse(TopicPartitionRanges.empty)
+    else {
+      val kept = decisions(batch).getOrElse(Map.empty).iterator.collect { case (record, d) if d != Decision.Release => record }
+      inBatch.minus(TopicPartitionRanges.ofRecords(kept))
+    }
 
   def purgeBefore(batch: Long): Unit = CheckpointFiles.purgeBefore(fc, root, batch)
 

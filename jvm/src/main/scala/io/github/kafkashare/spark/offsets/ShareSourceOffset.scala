@@ -8,36 +8,61 @@ import io.github.kafkashare.spark.errors.ShareSourceErrors
 import org.apache.spark.sql.connector.read.streaming.Offset
 
 /**
- * The source's offset for the end of batch `batch`. A share group has no offsets to name, so this is
- * a batch counter plus what a run (or a re-run after a restart) of the batch must know:
+ * The source's offset for the end of batch `batch` (Spark's batch id). A share group has no offsets
+ * to name, so this is the batch plus what a run (or a re-run after a restart) of the batch must know:
  *  - `tasks`: how many read tasks the batch has, fixed once so a re-run splits it the same way;
  *  - `pinned`: the offsets pinned to batches before `batch`, trimmed at the group's start offsets.
  *    The group may still deliver them again: exactly-once strategies drop those redeliveries. The
- *    driver also looks for holes in them to find records that came back to the group.
+ *    driver also looks for holes in them to find records that came back to the group;
+ *  - what the offsets mean: the `cluster` id, the share `group` and the id of each topic
+ *    (`topicIds`). A topic deleted and created again under its name, another group or another
+ *    cluster behind the same checkpoint would otherwise make new records at old offsets look pinned.
+ *    Empty in offsets of version 1 (written before they were recorded): then nothing is checked.
  *
- * JSON, deterministic (sorted keys), versioned:
- * {{{ {"version":1,"batch":3,"tasks":4,"pinned":{"orders":{"0":[[0,99],[150,180]]}}} }}}
+ * JSON, deterministic (fields in a fixed order, topics sorted), versioned:
+ * {{{ {"version":2,"batch":3,"tasks":4,"cluster":"q1Sh…","group":"orders-processing",
+ *      "topicIds":{"orders":"mK3…"},"pinned":{"orders":{"0":[[0,99],[150,180]]}}} }}}
  */
-final case class ShareSourceOffset(batch: Long, tasks: Int, pinned: TopicPartitionRanges) extends Offset {
+final case class ShareSourceOffset(batch: Long, tasks: Int, pinned: TopicPartitionRanges, cluster: String = "",
+    group: String = "", topicIds: Map[String, String] = Map.empty, version: Int = ShareSourceOffset.Version) extends Offset {
 
-  override def json(): String = {
-    val topics = pinned.byPartition.groupBy(_._1._1).toSeq.sortBy(_._1).map { case (topic, parts) =>
+  // Spark compares offsets by their JSON: an offset read from the log must serialize to the same
+  // text, or Spark would take an unchanged offset of version 1 for new data and run a batch.
+  override def json(): String = if (version == 1) jsonV1 else {
+    import ShareSourceOffset.quote
+    val ids = topicIds.toSeq.sorted.map { case (t, id) => s"${quote(t)}:${quote(id)}" }
+    s"""{"version":${ShareSourceOffset.Version},"batch":$batch,"tasks":$tasks,"cluster":${quote(cluster)},""" +
+      s""""group":${quote(group)},"topicIds":{${ids.mkString(",")}},"pinned":{${pinnedJson.mkString(",")}}}"""
+  }
+
+  private def jsonV1: String = s"""{"version":1,"batch":$batch,"tasks":$tasks,"pinned":{${pinnedJson.mkString(",")}}}"""
+
+  private def pinnedJson: Seq[String] =
+    pinned.byPartition.groupBy(_._1._1).toSeq.sortBy(_._1).map { case (topic, parts) =>
       val partitions = parts.toSeq.sortBy(_._1._2).map { case ((_, p), ranges) =>
         s""""$p":${ranges.ranges.map(r => s"[${r.first},${r.last}]").mkString("[", ",", "]")}"""
       }
       s"${ShareSourceOffset.quote(topic)}:{${partitions.mkString(",")}}"
     }
-    s"""{"version":${ShareSourceOffset.Version},"batch":$batch,"tasks":$tasks,"pinned":{${topics.mkString(",")}}}"""
-  }
 }
 
 object ShareSourceOffset {
-  val Version = 1
+  val Version = 2
 
   /** Before the first batch: nothing pinned. */
   val initial: ShareSourceOffset = ShareSourceOffset(batch = -1, tasks = 0, TopicPartitionRanges.empty)
 
   private val mapper = new ObjectMapper()
+
+  /**
+   * Any offset Spark hands the source. After a restart Spark may pass what it read back from its
+   * offset log as it is (a `SerializedOffset` holding the JSON) to latestOffset, planInputPartitions,
+   * commit or metrics, so every incoming offset goes through here, never through a cast.
+   */
+  def of(offset: Offset): ShareSourceOffset = offset match {
+    case ours: ShareSourceOffset => ours
+    case other                   => fromJson(other.json())
+  }
 
   def fromJson(json: String): ShareSourceOffset = {
     val root: JsonNode = try mapper.readTree(json) catch {
@@ -46,7 +71,7 @@ object ShareSourceOffset {
     if (root == null || !root.isObject || !root.path("version").isInt || !root.path("batch").canConvertToLong || !root.path("tasks").isInt)
       throw ShareSourceErrors.badOffsetJson(json, null)
     val version = root.get("version").asInt
-    if (version != Version) throw ShareSourceErrors.unsupportedOffsetVersion(version, json)
+    if (version < 1 || version > Version) throw ShareSourceErrors.unsupportedOffsetVersion(version, json)
     try {
       val pinned = root.path("pinned").fields().asScala.flatMap { topic =>
         topic.getValue.fields().asScala.map { partition =>
@@ -57,7 +82,10 @@ object ShareSourceOffset {
           (topic.getKey, partition.getKey.toInt) -> OffsetRanges(ranges)
         }
       }.toMap
-      ShareSourceOffset(root.get("batch").asLong, root.get("tasks").asInt, TopicPartitionRanges(pinned))
+      val topicIds = root.path("topicIds").fields().asScala.map(e => e.getKey -> e.getValue.asText).toMap
+      ShareSourceOffset(root.get("batch").asLong, root.get("tasks").asInt, TopicPartitionRanges(pinned),
+        cluster = root.path("cluster").asText(""), group = root.path("group").asText(""), topicIds = topicIds,
+        version = version)
     } catch {
       case NonFatal(e) => throw ShareSourceErrors.badOffsetJson(json, e)
     }

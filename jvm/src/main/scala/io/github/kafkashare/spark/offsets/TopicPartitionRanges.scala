@@ -33,4 +33,8 @@ final case class TopicPartitionRanges(byPartition: Map[(String, Int), OffsetRang
 
 object TopicPartitionRanges {
   val empty: TopicPartitionRanges = TopicPartitionRanges(Map.empty)
+
+  /** The set of records given as (topic, partition, offset), in any order. */
+  def ofRecords(records: Iterator[(String, Int, Long)]): TopicPartitionRanges =
+    TopicPartitionRanges(records.toSeq.groupMap(r => (r._1, r._2))(_._3).map { case (tp, offsets) => tp -> OffsetRanges.ofOffsets(offsets) })
 }

@@ -5,7 +5,7 @@ import java.util.concurrent.{ExecutionException, TimeUnit, TimeoutException}
 
 import scala.jdk.CollectionConverters._
 
-import io.github.kafkashare.spark.errors.ShareSourceErrors
+import io.github.kafkashare.spark.errors.{ShareSourceErrors, ShareSourceException}
 import io.github.kafkashare.spark.options.{ShareSourceOptions, StartingOffsets, Subscription}
 import org.apache.kafka.clients.admin._
 import org.apache.kafka.common.{KafkaFuture, TopicPartition}
@@ -48,17 +48,24 @@ final class ClusterAccess(options: ShareSourceOptions) extends AutoCloseable wit
   }
 
   /** The log end offset of every partition of `topics`. */
-  def endOffsets(topics: Seq[String]): Map[(String, Int), Long] =
-    if (topics.isEmpty) Map.empty
+  def endOffsets(topics: Seq[String]): Map[(String, Int), Long] = topicsNow(topics).ends
+
+  /** The log end offset of every partition of `topics`, and each topic's id, in one look. */
+  def topicsNow(topics: Seq[String]): TopicsNow =
+    if (topics.isEmpty) TopicsNow(Map.empty, Map.empty)
     else {
       val described = await(admin.describeTopics(topics.asJava).allTopicNames()).asScala
       val request = described.flatMap { case (t, d) =>
         d.partitions.asScala.map(p => new TopicPartition(t, p.partition) -> OffsetSpec.latest())
       }.toMap
-      await(admin.listOffsets(request.asJava).all()).asScala.map { case (tp, info) =>
+      val ends = await(admin.listOffsets(request.asJava).all()).asScala.map { case (tp, info) =>
         (tp.topic, tp.partition) -> info.offset
       }.toMap
+      TopicsNow(ends, described.map { case (t, d) => t -> d.topicId.toString }.toMap)
     }
+
+  /** The id of the cluster the bootstrap servers lead to. */
+  def clusterId(): String = await(admin.describeCluster().clusterId())
 
   /**
    * The group's start offset per partition: every record below it is acknowledged for good.
@@ -98,6 +105,23 @@ final class ClusterAccess(options: ShareSourceOptions) extends AutoCloseable wit
       .flatMap(_.toLongOption).getOrElse(ClusterAccess.DefaultLockDurationMs)
   }
 
+  /**
+   * The most members a share group may have (broker setting group.share.max.size), or None when the
+   * client may not read broker settings: then the broker's own refusal is what the user sees.
+   */
+  def groupMaxSize(): Option[Int] =
+    try {
+      await(admin.describeCluster().nodes()).asScala.headOption.flatMap { node =>
+        val resource = new ConfigResource(ConfigResource.Type.BROKER, node.idString)
+        val config   = await(admin.describeConfigs(Collections.singleton(resource)).all()).get(resource)
+        Option(config).flatMap(c => Option(c.get("group.share.max.size"))).flatMap(e => Option(e.value)).flatMap(_.toIntOption)
+      }
+    } catch {
+      case e: ShareSourceException =>
+        logInfo(s"kafka-share: cannot read the broker's group.share.max.size (${e.getMessage}); parallelism is not checked against it")
+        None
+    }
+
   // The Admin client gives up after timeoutMs with its own TimeoutException ("Timed out waiting for
   // a node assignment"); the wait here is a little longer so that it is the one to tell. Both mean
   // that no broker answered.
@@ -116,6 +140,9 @@ final class ClusterAccess(options: ShareSourceOptions) extends AutoCloseable wit
 
   override def close(): Unit = admin.close(java.time.Duration.ofSeconds(5))
 }
+
+/** What the cluster says of the subscribed topics now: end offsets per partition, and the topics' ids. */
+final case class TopicsNow(ends: Map[(String, Int), Long], ids: Map[String, String])
 
 object ClusterAccess {
   /** How long the driver waits for the cluster before it gives up with a clear error. */

@@ -29,7 +29,15 @@ import org.apache.spark.sql.connector.read.streaming._
  *    expired after a crash, a record was released). A probe batch runs one lock duration after the
  *    last batch, and each probe that finds nothing doubles the wait (up to 10 minutes), so holes
  *    that stay (records other members hold, transaction markers) cost little.
- * Trigger.AvailableNow ends at the first batch that gets nothing.
+ * Trigger.AvailableNow notes each partition's end offset when it starts, and runs batches until every
+ * record below those ends is pinned by this query or acknowledged by the group (the group's start
+ * offset passed it), whatever producers write meanwhile; records other members hold still count, up
+ * to a few batches that find nothing.
+ * A subscribePattern that matches no topic runs no batch until a topic appears.
+ *
+ * Batches are named by Spark's batch id (the offset's `batch`): the id foreachBatch receives and the
+ * commit log uses. Spark also runs batches this source takes no part in (no-data batches of stateful
+ * queries, batches where only another source of the query moved), so the ids have gaps.
  */
 final class KafkaShareMicroBatchStream(
     options: ShareSourceOptions,
@@ -45,7 +53,9 @@ final class KafkaShareMicroBatchStream(
 
   private val acquisitions   = new AcquisitionLog(checkpointDir, hadoopConf)
   private val decisions      = new DecisionLog(checkpointDir, hadoopConf)
-  private val commitLogDir   = new Path(new Path(checkpointDir).getParent.getParent, "commits")
+  private val queryRoot      = new Path(checkpointDir).getParent.getParent
+  private val commitLogDir   = new Path(queryRoot, "commits")
+  private val sparkBatchIds  = new SparkBatchIds(new Path(queryRoot, "offsets"), hadoopConf)
   private var topics         = cluster.resolveTopics()
   private var plannedEnds    = Map.empty[(String, Int), Long]
   private var plannedAt      = System.nanoTime
@@ -59,58 +69,155 @@ final class KafkaShareMicroBatchStream(
   override def getDefaultReadLimit: ReadLimit =
     options.maxRecordsPerTrigger.map(ReadLimit.maxRows).getOrElse(ReadLimit.allAvailable())
 
-  override def prepareForTriggerAvailableNow(): Unit = availableNow = true
-  private var availableNow = false
+  // Trigger.AvailableNow: the end offset of every partition when the query started.
+  private var availableNowEnds: Option[Map[(String, Int), Long]] = None
+  private var emptyBatchesInARow = 0
+
+  override def prepareForTriggerAvailableNow(): Unit =
+    availableNowEnds = Some(cluster.endOffsets(cluster.resolveTopics()))
+
+  // A pattern that matches nothing yet is said once, not at every trigger.
+  private var saidNoTopic = false
 
   override def latestOffset(): Offset = throw new UnsupportedOperationException("latestOffset(start, limit) is used")
 
   override def latestOffset(startOffset: Offset, limit: ReadLimit): Offset = {
-    val start   = startOffset.asInstanceOf[ShareSourceOffset]
-    val entries = if (start.batch < 0) Nil else acquisitions.readBatch(start.batch, start.tasks)
-    lastBatchStats = BatchStats(start.batch, entries.map(_.recordCount).sum,
+    val start   = ShareSourceOffset.of(startOffset)
+    val (entries, released) = previousBatch(start)
+    val stats   = BatchStats(start.batch, entries.map(_.recordCount).sum,
       entries.flatMap(_.runs).map(_.deliveryCount).maxOption.getOrElse(0))
+    if (stats != lastBatchStats) {
+      // A new batch of this source ran since the last call (not just another trigger of a query
+      // whose other sources moved, or an idle one): said once per batch.
+      emptyBatchesInARow = if (stats.records > 0) 0 else emptyBatchesInARow + 1
+      lastBatchStats = stats
+      val batchMs = (System.nanoTime - plannedAt) / 1000000L
+      if (options.holdsUntilCommit && start.batch >= 0 && batchMs > lockDurationMs * 0.8)
+        logWarning(s"kafka-share: batch ${start.batch} took $batchMs ms, more than 80% of the lock duration " +
+          s"($lockDurationMs ms) for which ${holder} holds records. Raise the group's share.record.lock.duration.ms " +
+          "(docs/operations.md) or make batches smaller (maxRecordsPerTrigger)")
+    }
     if (lastBatchStats.records > 0) probeWaitMs = lockDurationMs
-    val batchMs = (System.nanoTime - plannedAt) / 1000000L
-    if (options.holdsUntilCommit && start.batch >= 0 && batchMs > lockDurationMs * 0.8)
-      logWarning(s"kafka-share: batch ${start.batch} took $batchMs ms, more than 80% of the lock duration " +
-        s"($lockDurationMs ms) for which ${holder} holds records. Raise the group's share.record.lock.duration.ms " +
-        "(docs/operations.md) or make batches smaller (maxRecordsPerTrigger)")
 
-    val startOffsets = cluster.groupStartOffsets()
-    // Records that foreachBatch RELEASEd come back and must be emitted again: not pinned any more.
-    val released     = if (explicit.nonEmpty && start.batch >= 0) decisions.released(start.batch) else TopicPartitionRanges.empty
-    val pinned       = AcquisitionEntry.offsetsOf(entries, start.pinned).minus(released).dropBelow(startOffsets)
     topics = cluster.resolveTopics()
-    val ends = cluster.endOffsets(topics)
+    if (topics.isEmpty) {
+      // Only a pattern can match nothing (a topic list must exist at start). No batch: a read task
+      // would have nothing to subscribe to. The next trigger asks again.
+      if (!saidNoTopic) logInfo(s"kafka-share: no topic matches ${KafkaShareTable.describe(options.subscription)} yet; " +
+        "waiting for one (no batch runs meanwhile)")
+      saidNoTopic = true
+      // Before the first batch, no offset at all: Spark takes even the initial offset for new data.
+      return if (start.batch < 0) null else start
+    }
+    saidNoTopic = false
+    checkIdentity(start)
+    val now          = cluster.topicsNow(topics)
+    val ends         = now.ends
+    val startOffsets = cluster.groupStartOffsets()
+    val pinned       = withoutRecreatedTopics(
+      AcquisitionEntry.offsetsOf(entries, start.pinned).minus(released).dropBelow(startOffsets), start, now.ids)
 
     val firstRun = start.batch < 0 || plannedEnds.isEmpty
     val gotSome  = lastBatchStats.records > 0
     val newData  = ends.exists { case (tp, end) => end > plannedEnds.getOrElse(tp, 0L) }
-    def holes    = ends.exists { case ((t, p), end) => startOffsets.get((t, p)).exists(s => pinned.hasHoles(t, p, s, end)) }
-    def probeDue = (System.nanoTime - plannedAt) / 1000000L >= probeWaitMs && holes
-    val run =
-      if (availableNow) firstRun || gotSome
-      else firstRun || gotSome || newData || probeDue
+    // A partition the group has no start offset for was never read by it: from 0 where it must be
+    // read to an end (AvailableNow), not at all where only records that came back are looked for.
+    def holesBelow(limits: Map[(String, Int), Long], unread: Long => Option[Long]) = limits.exists { case ((t, p), end) =>
+      startOffsets.get((t, p)).orElse(unread(end)).exists(s => pinned.hasHoles(t, p, s, end))
+    }
+    def probeDue = (System.nanoTime - plannedAt) / 1000000L >= probeWaitMs && holesBelow(ends, _ => None)
+    val run = availableNowEnds match {
+      // Not "until a batch gets nothing": a busy topic always gives something, and a batch whose
+      // records were all redeliveries to drop gets nothing while records below the ends remain.
+      case Some(targets) => firstRun ||
+        (holesBelow(targets, _ => Some(0L)) && emptyBatchesInARow < KafkaShareMicroBatchStream.AvailableNowEmptyBatches)
+      case None          => firstRun || gotSome || newData || probeDue
+    }
     if (!run) return start
-    if (!firstRun && !gotSome && !newData) {
+    if (availableNowEnds.isEmpty && !firstRun && !gotSome && !newData) {
       logInfo(s"kafka-share: probing for records that came back to group '${options.groupId}'")
       probeWaitMs = math.min(probeWaitMs * 2, KafkaShareMicroBatchStream.MaxProbeWaitMs)
     }
 
     plannedEnds = ends
     plannedAt = System.nanoTime
-    ShareSourceOffset(start.batch + 1, parallelism, pinned)
+    // The ids of topics still pinned stay recorded while they are gone (a pattern's topic deleted):
+    // when one comes back under its name, the new id tells its records from the pinned ones.
+    val ids = start.topicIds.filter { case (t, _) => pinned.byPartition.keysIterator.exists(_._1 == t) } ++ now.ids
+    lastPlanned = Some(ShareSourceOffset(sparkBatchIds.next(), parallelism, pinned, clusterId, options.groupId, ids))
+    lastPlanned.get
+  }
+
+  // The offset latestOffset returned last: planInputPartitions of any other end is a re-run of a
+  // batch planned before (after a restart), whose identity is checked against the cluster again.
+  private var lastPlanned = Option.empty[ShareSourceOffset]
+
+  private lazy val clusterId = cluster.clusterId()
+
+  /** Refuses offsets of another group or cluster: their pinned records and replays name other records. */
+  private def checkIdentity(offset: ShareSourceOffset): Unit = {
+    if (offset.group.nonEmpty && offset.group != options.groupId) throw ShareSourceErrors.groupChanged(offset.group, options.groupId)
+    if (offset.cluster.nonEmpty && offset.cluster != clusterId)
+      throw ShareSourceErrors.clusterChanged(offset.cluster, clusterId, options.bootstrapServers)
+  }
+
+  /**
+   * A topic deleted and created again under its name starts at offset 0 again: the offsets pinned for
+   * the old topic name none of the new one's records, and left in the set they would drop them as
+   * redeliveries. The new topic is read from the group's start, like any new topic.
+   */
+  private def withoutRecreatedTopics(pinned: TopicPartitionRanges, start: ShareSourceOffset,
+      ids: Map[String, String]): TopicPartitionRanges = {
+    val recreated = start.topicIds.collect { case (t, id) if ids.get(t).exists(_ != id) => t }.toSet
+    if (recreated.isEmpty) pinned
+    else {
+      logWarning(s"kafka-share: topic(s) ${recreated.mkString(", ")} were deleted and created again since batch " +
+        s"${start.batch}; forgetting the offsets pinned for the old topic(s), which name none of the new records")
+      TopicPartitionRanges(pinned.byPartition.filter { case ((t, _), _) => !recreated(t) })
+    }
+  }
+
+  // The previous batch's log entries, and what its decisions released: final once it committed,
+  // which it did before Spark asks for offsets after it. Read once, not at every trigger.
+  private var previous = Option.empty[(Long, Seq[AcquisitionEntry], TopicPartitionRanges)]
+
+  /**
+   * The log entries of the batch that ended at `start`, and the records of it that explicit-mode
+   * decisions RELEASEd: they come back and must be emitted again, so they are not pinned.
+   */
+  private def previousBatch(start: ShareSourceOffset): (Seq[AcquisitionEntry], TopicPartitionRanges) =
+    if (start.batch < 0) (Nil, TopicPartitionRanges.empty)
+    else previous match {
+      case Some((batch, entries, released)) if batch == start.batch => (entries, released)
+      case _ =>
+        val entries  = acquisitions.readBatch(start.batch, start.tasks)
+        val released = releasedBy(start.batch, entries)
+        previous = Some((start.batch, entries, released))
+        (entries, released)
+    }
+
+  /**
+   * Explicit mode: the records of `batch` that its decisions, or the default decision for records
+   * that got none, RELEASEd. Decided after the batch committed, which Spark did before it asks for
+   * the next batch's offsets.
+   */
+  private def releasedBy(batch: Long, entries: Seq[AcquisitionEntry]): TopicPartitionRanges = options.mode match {
+    case AcknowledgmentMode.Implicit           => TopicPartitionRanges.empty
+    case AcknowledgmentMode.Explicit(default) => decisions.released(batch, AcquisitionEntry.offsetsOf(entries), default)
   }
 
   // Idle consumers are closed after half a lock duration: what they fetched ahead is locked to them
-  // until then, and after a whole lock duration it would be stale anyway.
-  private val consumerKey = ConsumerKey(options.groupId, options.kafkaParams, lockDurationMs / 2)
+  // until then, and after a whole lock duration it would be stale anyway. A consumer serves one query
+  // (its checkpoint): what it fetched ahead, or still has in its buffer, is that query's subscription's.
+  private val consumerKey = ConsumerKey(options.groupId, options.kafkaParams, lockDurationMs / 2,
+    subscription = KafkaShareTable.describe(options.subscription), query = checkpointDir)
 
   private def holder = if (explicit.nonEmpty) "explicit acknowledgement" else "two-phase-commit"
 
   override def planInputPartitions(start: Offset, end: Offset): Array[InputPartition] = {
-    val batchEnd = end.asInstanceOf[ShareSourceOffset]
-    explicit.foreach { r => r.runningTasks = batchEnd.tasks; r.runningBatch = batchEnd.batch }
+    val batchEnd = ShareSourceOffset.of(end)
+    if (!lastPlanned.contains(batchEnd)) checkReplayable(batchEnd)
+    explicit.foreach(_.runningBatch = batchEnd.batch)
     val perTask  = options.maxRecordsPerTrigger.map(m => math.max(1L, (m + batchEnd.tasks - 1) / batchEnd.tasks))
     val key      = consumerKey
     val totalsOut = totals.inTransit
@@ -142,17 +249,32 @@ final class KafkaShareMicroBatchStream(
     }.toArray
   }
 
+  /**
+   * A batch planned before a restart runs again: its pinned records are replayed by topic, partition
+   * and offset, which must still name the same records.
+   */
+  private def checkReplayable(batchEnd: ShareSourceOffset): Unit = {
+    checkIdentity(batchEnd)
+    val pinnedTopics = acquisitions.partsOf(batchEnd.batch).flatMap(_.runs.map(_.topic)).toSet
+    val recorded     = batchEnd.topicIds.filter { case (t, _) => pinnedTopics(t) }
+    val ids          = cluster.topicsNow(recorded.keys.toSeq.filter(topics.contains)).ids
+    recorded.foreach { case (t, id) =>
+      ids.get(t).filter(_ != id).foreach(now => throw ShareSourceErrors.topicRecreated(t, id, now, batchEnd.batch))
+    }
+  }
+
   override def createReaderFactory(): PartitionReaderFactory = KafkaShareReaderFactory
 
   override def commit(end: Offset): Unit = {
     // Spark keeps the offset log of the last minBatchesToRetain batches; older batches never re-run.
     val retained = SparkSession.active.conf.get("spark.sql.streaming.minBatchesToRetain", "100").toLong
-    acquisitions.purgeBefore(end.asInstanceOf[ShareSourceOffset].batch - retained)
-    decisions.purgeBefore(end.asInstanceOf[ShareSourceOffset].batch - retained)
+    val batch    = ShareSourceOffset.of(end).batch
+    acquisitions.purgeBefore(batch - retained)
+    decisions.purgeBefore(batch - retained)
   }
 
   override def metrics(latestConsumedOffset: util.Optional[Offset]): util.Map[String, String] = {
-    val pinnedRanges = if (latestConsumedOffset.isPresent) latestConsumedOffset.get.asInstanceOf[ShareSourceOffset].pinned.rangeCount else 0
+    val pinnedRanges = if (latestConsumedOffset.isPresent) ShareSourceOffset.of(latestConsumedOffset.get).pinned.rangeCount else 0
     (Map(
       "lastBatch"                -> lastBatchStats.batch.toString,
       "lastBatchRecordsAcquired" -> lastBatchStats.records.toString,
@@ -180,6 +302,13 @@ object KafkaShareMicroBatchStream extends Logging {
   /** The longest wait between probe batches that keep finding nothing. */
   val MaxProbeWaitMs: Long = 10 * 60 * 1000L
 
+  /**
+   * Trigger.AvailableNow: how many batches in a row may find nothing while records below the ends
+   * are neither pinned nor acknowledged (other members hold them, or transaction markers, which no
+   * one acknowledges, leave gaps) before the query ends.
+   */
+  val AvailableNowEmptyBatches = 3
+
   /** Checks the cluster, prepares the group, and builds the stream. */
   def start(options: ShareSourceOptions, checkpointDir: String, spark: SparkSession): KafkaShareMicroBatchStream = {
     val cluster = new ClusterAccess(options)
@@ -189,6 +318,10 @@ object KafkaShareMicroBatchStream extends Logging {
       cluster.applyStartingOffsets(options.startingOffsets)
       val lockDurationMs = options.lockTimeoutMs.getOrElse(cluster.lockDurationMs())
       val parallelism    = options.parallelism.getOrElse(spark.sparkContext.defaultParallelism)
+      // Each read task is a member of the group; the group takes at most group.share.max.size.
+      cluster.groupMaxSize().filter(parallelism > _).foreach { max =>
+        throw ShareSourceErrors.parallelismAboveGroupSize(parallelism, max, options.groupId)
+      }
       val hadoopConf     = new SerializableHadoopConf(spark.sparkContext.hadoopConfiguration)
       logInfo(s"kafka-share: group '${options.groupId}', ${KafkaShareTable.describe(options.subscription)}, " +
         s"strategy ${options.strategy.name}, $parallelism consumers per batch, lock duration $lockDurationMs ms" +
@@ -205,8 +338,9 @@ object KafkaShareMicroBatchStream extends Logging {
           ExplicitQueries.register(registration)
           Some(registration)
       }
-      new KafkaShareMicroBatchStream(options, checkpointDir, cluster, parallelism, lockDurationMs, hadoopConf,
+      try new KafkaShareMicroBatchStream(options, checkpointDir, cluster, parallelism, lockDurationMs, hadoopConf,
         new QueryTotals(spark.sparkContext), explicit)
+      catch { case e: Throwable => explicit.foreach(ExplicitQueries.unregister); throw e }
     } catch {
       case e: Throwable => cluster.close(); throw e
     }

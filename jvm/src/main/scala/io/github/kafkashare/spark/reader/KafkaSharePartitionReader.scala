@@ -23,13 +23,14 @@ final class KafkaSharePartitionReader(partition: KafkaShareInputPartition) exten
   private val totals   = partition.totals.open() // here, inside the task, so that the task's updates count
   // Held batches are acknowledged after the task that acquired them ended; the next task here reports it.
   locally {
-    val late = CommitWatcher.takeCounts(partition.consumerKey.groupId)
+    val late = CommitWatcher.takeCounts(partition.consumerKey)
     counters.accepted += late.accepted; counters.released += late.released; counters.rejected += late.rejected
   }
   private var acquisition: Option[PinnedPolls] = None
+  private var replay: Option[ReplayFetcher]    = None
   private lazy val rows: Iterator[InternalRow] = {
     val records =
-      if (partition.log.read(partition.batch, partition.task).isDefined) replaySealed().iterator
+      if (partition.log.read(partition.batch, partition.task).isDefined) replaySealed()
       else {
         val polls = new PinnedPolls(partition, counters, () => replaySealed())
         acquisition = Some(polls)
@@ -47,13 +48,13 @@ final class KafkaSharePartitionReader(partition: KafkaShareInputPartition) exten
   override def currentMetricsValues(): Array[CustomTaskMetric] = counters.toTaskMetrics
 
   override def close(): Unit =
-    try acquisition.foreach(_.close()) finally counters.addTo(totals)
+    try acquisition.foreach(_.close()) finally try replay.foreach(_.close()) finally counters.addTo(totals)
 
-  private def replaySealed(): Seq[(Record, Int)] = {
+  private def replaySealed(): Iterator[(Record, Int)] = {
     val parts: Seq[AcquisitionEntry] = partition.log.sealTask(partition.batch, partition.task)
-    val records = ReplayFetcher.fetch(parts.flatMap(_.runs), partition.consumerKey.params, partition.failOnDataLoss)
-    counters.replayed += records.size
-    records
+    val fetcher = new ReplayFetcher(parts, partition.consumerKey.params, partition.failOnDataLoss)
+    replay = Some(fetcher)
+    fetcher.map { record => counters.replayed += 1; record }
   }
 }
 

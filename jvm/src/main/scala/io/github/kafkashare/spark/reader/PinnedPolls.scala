@@ -1,5 +1,6 @@
 package io.github.kafkashare.spark.reader
 
+import scala.collection.mutable
 import scala.util.control.NonFatal
 
 import io.github.kafkashare.spark.ack.CommitWatcher
@@ -23,7 +24,7 @@ import org.apache.spark.internal.Logging
  *  4. only then acknowledge: ACCEPT (sent at once, without waiting for the answer), or, for two-phase
  *     commit and explicit mode, hand the consumer to the commit watcher, which ACCEPTs (or applies the
  *     decisions) once Spark's commit log has the batch;
- *  5. yield the part's records.
+ *  5. yield the part's records, by topic, partition and offset: the order a replay of the part has.
  * It polls again while the task is within kafka.share.read.duration.ms and the last poll suggests a
  * backlog (at least half of max.poll.records): a batch then pays Spark's per-batch cost once for
  * many polls' records, while a quiet stream's tasks still end after one poll. A consumer that holds
@@ -35,7 +36,7 @@ import org.apache.spark.internal.Logging
  * @param replay what to yield when another attempt of this task pinned part 0 first: its records
  */
 private[reader] final class PinnedPolls(partition: KafkaShareInputPartition, counters: TaskCounters,
-    replay: () => Seq[(PooledShareConsumer.Record, Int)])
+    replay: () => Iterator[(PooledShareConsumer.Record, Int)])
     extends Iterator[(PooledShareConsumer.Record, Int)] with Logging {
   import PinnedPolls._
 
@@ -51,7 +52,7 @@ private[reader] final class PinnedPolls(partition: KafkaShareInputPartition, cou
   private var current   = Iterator.empty[(Record, Int)]
 
   override def hasNext: Boolean = {
-    while (!current.hasNext && consumer != null) current = nextPart().iterator
+    while (!current.hasNext && consumer != null) current = nextPart()
     current.hasNext
   }
 
@@ -74,7 +75,7 @@ private[reader] final class PinnedPolls(partition: KafkaShareInputPartition, cou
   private var polls      = 0
   private var lastReturn = 0L
 
-  private def nextPart(): Seq[(Record, Int)] = {
+  private def nextPart(): Iterator[(Record, Int)] = {
     var pinned = false
     if (lastReturn != 0) outsideNanos += System.nanoTime - lastReturn
     try {
@@ -116,7 +117,18 @@ private[reader] final class PinnedPolls(partition: KafkaShareInputPartition, cou
         // Nothing to pin from this poll. Part 0 is written, even empty, only when the task ends, so
         // that a retry replays the same (empty) task instead of polling anew.
         if (pollAgain) consumer.send() else finish(polledAt)
-        return Nil
+        return Iterator.empty
+      }
+      if (lockAgeMs(polledAt) > pinnableLockAgeMs) {
+        // The steps since the first check (sibling reads, a dead-letter send, a slow file system)
+        // spent the lock: another member may hold these records by now. Give them back, pin nothing.
+        logWarning(s"kafka-share: batch ${partition.batch} task ${partition.task}: ${kept.size} record(s) acquired " +
+          s"${lockAgeMs(polledAt)} ms ago are too close to the end of their ${partition.lockDurationMs} ms lock to pin " +
+          "after the checks before pinning; giving them back to the group")
+        consumer.acknowledge(kept, AcknowledgeType.RELEASE)
+        counters.released += kept.size
+        finish(polledAt)
+        return Iterator.empty
       }
       val pinStart = System.nanoTime
       val entry          = AcquisitionEntry.of(kept.map(r => (r.topic, r.partition, r.offset, RecordRows.deliveryCountOf(r))))
@@ -132,7 +144,7 @@ private[reader] final class PinnedPolls(partition: KafkaShareInputPartition, cou
         else {
           logInfo(s"kafka-share: batch ${partition.batch} task ${partition.task}: another attempt ended this task " +
             s"after part ${part - 1} (${if (winner.runs.isEmpty) "sealed" else "unexpected entry"}); stopping")
-          Nil
+          Iterator.empty
         }
       } else if (partition.holdUntilCommit && kept.nonEmpty) {
         consumer.commit() // the dropped and poison records; the kept ones stay held
@@ -143,7 +155,7 @@ private[reader] final class PinnedPolls(partition: KafkaShareInputPartition, cou
           math.max(lockLeftMs, 0L),
           partition.explicitDefault.map(CommitWatcher.ExplicitDecisions(partition.decisions, partition.batch, _)))
         consumer = null
-        kept.map(r => r -> RecordRows.deliveryCountOf(r))
+        inReplayOrder(kept)
       } else {
         val ackStart = System.nanoTime
         consumer.acknowledge(kept, AcknowledgeType.ACCEPT)
@@ -154,7 +166,7 @@ private[reader] final class PinnedPolls(partition: KafkaShareInputPartition, cou
         emitted += kept.size
         part += 1
         if (pollAgain && kept.nonEmpty) consumer.send() else finish(polledAt)
-        kept.map(r => r -> RecordRows.deliveryCountOf(r))
+        inReplayOrder(kept)
       }
     } catch {
       case NonFatal(e) =>
@@ -188,6 +200,9 @@ private[reader] final class PinnedPolls(partition: KafkaShareInputPartition, cou
       policy.deadLetterTopic.fold("")(t => s" after writing them to '$t'") + ": " +
       poison.take(5).map(r => s"${r.topic}-${r.partition}@${r.offset}").mkString(", "))
   }
+
+  private def inReplayOrder(records: Seq[Record]): Iterator[(Record, Int)] =
+    records.sortBy(r => (r.topic, r.partition, r.offset)).iterator.map(r => r -> RecordRows.deliveryCountOf(r))
 
   /** Sends the last acknowledgements, waiting for the answer, and gives the consumer back. */
   private def finish(polledAt: Long): Unit = {
@@ -226,15 +241,27 @@ private[reader] final class PinnedPolls(partition: KafkaShareInputPartition, cou
     (partition.lockDurationMs * (if (partition.holdUntilCommit) 0.6 else 0.8)).toLong
 
   /**
-   * Whether a record is pinned already: to an earlier batch (the pinned set), or, for a redelivered
-   * record (delivery count above 1), to a sibling task of this batch or an earlier part of this task.
-   * The siblings' parts are read only when a redelivered record comes, once per poll.
+   * Whether a record is pinned already: to an earlier batch (the pinned set), to a sibling task of
+   * this batch, or to an earlier part of this task. Not only redeliveries (delivery count above 1)
+   * are looked up: on Kafka 4.1 a record released by a departing member comes back with delivery
+   * count 1. The siblings' parts are listed once per poll, and each part is read once (a part never
+   * changes after it is written).
    */
   private def pinnedElsewhere: Record => Boolean = {
-    lazy val bySiblings = AcquisitionEntry.offsetsOf(partition.log.siblingsOf(partition.batch, partition.task), ownParts)
-    r => partition.pinned.contains(r.topic, r.partition, r.offset) ||
-      (RecordRows.deliveryCountOf(r) > 1 && bySiblings.contains(r.topic, r.partition, r.offset))
+    lazy val refreshed = refreshSiblings()
+    r => partition.pinned.contains(r.topic, r.partition, r.offset) || ownParts.contains(r.topic, r.partition, r.offset) ||
+      { refreshed; siblingsPinned.contains(r.topic, r.partition, r.offset) }
   }
+
+  private val siblingPartsRead = mutable.Set.empty[(Int, Int)]
+  private var siblingsPinned   = TopicPartitionRanges.empty
+
+  private def refreshSiblings(): Unit =
+    partition.log.partNames(partition.batch).filter(n => n._1 != partition.task && !siblingPartsRead(n)).foreach {
+      case name @ (t, p) =>
+        partition.log.read(partition.batch, t, p).foreach(e => siblingsPinned = siblingsPinned.union(e.offsets))
+        siblingPartsRead += name
+    }
 }
 
 private object PinnedPolls {

@@ -55,14 +55,14 @@ class AcquisitionLogSuite extends AnyFunSuite {
   test("a task sees what its siblings in the same batch pinned so far, not its own entry nor other batches'") {
     val dir = Files.createTempDirectory("acq").toString
     val log = new AcquisitionLog(dir, new SerializableHadoopConf(new Configuration()))
-    assert(log.siblingsOf(4, 0).isEmpty) // nothing written yet: no folder at all
+    assert(log.partsOf(4, _ != 0).isEmpty) // nothing written yet: no folder at all
     val mine    = AcquisitionEntry.of(Seq(("t", 0, 1L, 1)))
     val sibling = AcquisitionEntry.of(Seq(("t", 0, 7L, 2)))
     log.writeIfAbsent(4, 0, mine)
     log.writeIfAbsent(4, 2, sibling)
     log.writeIfAbsent(5, 1, AcquisitionEntry.of(Seq(("t", 0, 9L, 1))))
-    assert(log.siblingsOf(4, 0) == Seq(sibling))
-    assert(log.siblingsOf(4, 1) == Seq(mine, sibling))
+    assert(log.partsOf(4, _ != 0) == Seq(sibling))
+    assert(log.partsOf(4, _ != 1) == Seq(mine, sibling))
   }
 
   test("a task's records are its parts up to the first missing or empty one; a seal ends it for every attempt") {
@@ -81,7 +81,7 @@ class AcquisitionLogSuite extends AnyFunSuite {
     assert(log.writeIfAbsent(0, 3, p2, part = 2) == ((AcquisitionEntry.empty, false)))
     assert(log.readTask(0, 3).contains(Seq(p0, p1)) && log.sealTask(0, 3) == Seq(p0, p1))
     assert(log.readBatch(0, 4) == Seq(p0, p1))
-    assert(log.siblingsOf(0, 0) == Seq(p0, p1) && log.siblingsOf(0, 3).isEmpty)
+    assert(log.partsOf(0, _ != 0) == Seq(p0, p1) && log.partsOf(0, _ != 3).isEmpty)
     // A task that got nothing has an empty part 0: it is complete, with no records.
     log.writeIfAbsent(0, 1, AcquisitionEntry.empty)
     assert(log.readTask(0, 1).contains(Nil) && log.sealTask(0, 1).isEmpty)

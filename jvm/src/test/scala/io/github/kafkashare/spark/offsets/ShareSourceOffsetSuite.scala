@@ -8,11 +8,13 @@ class ShareSourceOffsetSuite extends AnyFunSuite {
   private val offset = ShareSourceOffset(7, 4, TopicPartitionRanges(Map(
     ("orders", 1) -> OffsetRanges(Seq(OffsetRange(5, 9))),
     ("orders", 0) -> OffsetRanges(Seq(OffsetRange(0, 3), OffsetRange(8, 8))),
-    ("audit", 2)  -> OffsetRanges(Seq(OffsetRange(100, 200))))))
+    ("audit", 2)  -> OffsetRanges(Seq(OffsetRange(100, 200))))), cluster = "c1", group = "g",
+    topicIds = Map("orders" -> "id-o", "audit" -> "id-a"))
 
   test("JSON is deterministic: sorted topics and partitions, a version field") {
     assert(offset.json() ==
-      """{"version":1,"batch":7,"tasks":4,"pinned":{"audit":{"2":[[100,200]]},"orders":{"0":[[0,3],[8,8]],"1":[[5,9]]}}}""")
+      """{"version":2,"batch":7,"tasks":4,"cluster":"c1","group":"g","topicIds":{"audit":"id-a","orders":"id-o"},""" +
+      """"pinned":{"audit":{"2":[[100,200]]},"orders":{"0":[[0,3],[8,8]],"1":[[5,9]]}}}""")
   }
 
   test("JSON round trip") {
@@ -21,8 +23,23 @@ class ShareSourceOffsetSuite extends AnyFunSuite {
   }
 
   test("a newer version is refused with what to do") {
-    val e = intercept[ShareSourceException](ShareSourceOffset.fromJson("""{"version":2,"batch":1,"tasks":1,"pinned":{}}"""))
-    assert(e.getMessage.contains("offset of version 2, newer than this connector reads (1)"))
+    val e = intercept[ShareSourceException](ShareSourceOffset.fromJson("""{"version":3,"batch":1,"tasks":1,"pinned":{}}"""))
+    assert(e.getMessage.contains("offset of version 3, newer than this connector reads (1 to 2)"))
+  }
+
+  test("version 1 offsets (no identity recorded) are still read") {
+    val text = """{"version":1,"batch":7,"tasks":4,"pinned":{"orders":{"0":[[0,3]]}}}"""
+    val old  = ShareSourceOffset.fromJson(text)
+    assert(old.batch == 7 && old.tasks == 4 && old.pinned.contains("orders", 0, 3))
+    assert(old.cluster.isEmpty && old.group.isEmpty && old.topicIds.isEmpty)
+    // Spark compares offsets by their JSON: one read from the log must write back the same text.
+    assert(old.json() == text)
+  }
+
+  test("an offset Spark read back from its log (SerializedOffset) converts like ours") {
+    val serialized = org.apache.spark.sql.execution.streaming.SerializedOffset(offset.json())
+    assert(ShareSourceOffset.of(serialized) == offset)
+    assert(ShareSourceOffset.of(offset) eq offset)
   }
 
   test("malformed JSON is refused with an example of the expected form") {

@@ -10,6 +10,7 @@ import java.nio.file.Paths
  *   note <dir> <name>             a harness note of the broker in dir (sasl.bootstrap, ssl.truststore, ...)
  *   stop <dir> | kill <dir>       SIGTERM and wait / SIGKILL (dir of one node)
  *   create-topic <bootstrap> <topic> <partitions>
+ *   delete-topic <bootstrap> <topic>   waits until the topic is gone
  *   earliest <bootstrap> <group>  set share.auto.offset.reset=earliest on the group
  *   group-config <bootstrap> <group> <key>=<value>...
  *   produce <bootstrap> <topic> <count> [valueBytes] [firstKey] [bulk]   bulk: 256 KB lz4 batches
@@ -43,6 +44,7 @@ object HarnessCli {
     case List("stop", dir)           => KafkaBroker.at(Paths.get(dir)).stop()
     case List("kill", dir)           => KafkaBroker.at(Paths.get(dir)).kill()
     case List("create-topic", bootstrap, topic, partitions) => new KafkaTestOps(bootstrap).createTopic(topic, partitions.toInt)
+    case List("delete-topic", bootstrap, topic)             => new KafkaTestOps(bootstrap).deleteTopic(topic)
     case List("earliest", bootstrap, group)                 => new KafkaTestOps(bootstrap).readFromEarliest(group)
     case "group-config" :: bootstrap :: group :: settings if settings.nonEmpty =>
       new KafkaTestOps(bootstrap).setGroupConfig(group, settings.map { s =>

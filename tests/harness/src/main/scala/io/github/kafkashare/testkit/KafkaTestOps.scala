@@ -38,6 +38,16 @@ final class KafkaTestOps(bootstrapServers: String) {
     finally admin.close()
   }
 
+  /** Deletes a topic and waits until the cluster no longer lists it (so that it can be created again). */
+  def deleteTopic(topic: String): Unit = {
+    val admin = KafkaBroker.admin(bootstrapServers)
+    try {
+      admin.deleteTopics(Collections.singleton(topic)).all().get(30, TimeUnit.SECONDS)
+      val deadline = System.nanoTime + TimeUnit.SECONDS.toNanos(60)
+      while (admin.listTopics().names().get(30, TimeUnit.SECONDS).contains(topic) && System.nanoTime < deadline) Thread.sleep(200)
+    } finally admin.close()
+  }
+
   /** Sets group configs (`share.auto.offset.reset`, `share.record.lock.duration.ms`, ...). Works before the group exists. */
   def setGroupConfig(groupId: String, configs: Map[String, String]): Unit = {
     val admin    = KafkaBroker.admin(bootstrapServers)
