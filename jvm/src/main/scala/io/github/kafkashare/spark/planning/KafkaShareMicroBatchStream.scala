@@ -119,7 +119,8 @@ final class KafkaShareMicroBatchStream(
 
     val firstRun = start.batch < 0 || plannedEnds.isEmpty
     val gotSome  = lastBatchStats.records > 0
-    val newData  = ends.exists { case (tp, end) => end > plannedEnds.getOrElse(tp, 0L) }
+    // An end offset never goes down, unless the topic was deleted and created again: new records too.
+    val newData  = ends.exists { case (tp, end) => end != plannedEnds.getOrElse(tp, 0L) }
     // A partition the group has no start offset for was never read by it: from 0 where it must be
     // read to an end (AvailableNow), not at all where only records that came back are looked for.
     def holesBelow(limits: Map[(String, Int), Long], unread: Long => Option[Long]) = limits.exists { case ((t, p), end) =>
