@@ -144,3 +144,21 @@ def test_a_union_into_a_file_sink_survives_driver_crashes(broker: Broker, fresh_
     landed = stream(broker, tmp_path, topic, group, "two-phase-commit", 3000, timeout_s=240, **shape)
     check("unF", "two-phase-commit", landed, 3000, tmp_path)
     assert landed["restarts"] == 0, landed
+
+
+def test_records_on_their_last_delivery_attempt_are_counted_and_kept(broker: Broker, fresh_name: Callable[[str], str],
+                                                                     tmp_path: Path) -> None:
+    """A crash spends a delivery attempt of every record the query had acquired and not pinned (its
+    consumers' carry and client buffers). With the group's delivery count limit at 2, those come back
+    on their last attempt: the restarted query must pin and land every one (back with the group once
+    more, the broker would archive them), count them and name the setting."""
+    topic, group = prepare(broker, fresh_name, partitions=1, records=2000)
+    broker.group_config(group, {"share.delivery.count.limit": "2"})
+    # Small batches from big polls: after the first batch, each consumer carries hundreds of records.
+    stream(broker, tmp_path, topic, group, "two-phase-commit", 2000, failure="F4r", inject_after_s=1.0,
+           killed=True, options={"maxRecordsPerTrigger": 40})
+    landed = stream(broker, tmp_path, topic, group, "two-phase-commit", 2000, timeout_s=200)
+    check("last", "two-phase-commit", landed, 2000, tmp_path)
+    metrics = landed["metrics"]
+    assert isinstance(metrics, dict) and metrics["deliveryCountLimit"] == "2", metrics
+    assert int(metrics["recordsAtLastDeliveryTotal"]) > 0, landed["progress"]

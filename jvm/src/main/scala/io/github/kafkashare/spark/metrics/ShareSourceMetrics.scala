@@ -23,6 +23,7 @@ class RecordsReplayedMetric     extends ShareSumMetric(ShareSourceMetrics.Replay
 class RecordsRejectedMetric     extends ShareSumMetric(ShareSourceMetrics.Rejected, "records REJECTed (poison records, explicit decisions)")
 class RedeliveriesDroppedMetric extends ShareSumMetric(ShareSourceMetrics.Dropped, "redeliveries of pinned records dropped (exactly-once strategies)")
 class MaxDeliveryCountMetric    extends ShareMaxMetric(ShareSourceMetrics.MaxDeliveryCount, "highest delivery count seen")
+class LastDeliveryMetric        extends ShareSumMetric(ShareSourceMetrics.AtLastDelivery, "records acquired on their last delivery attempt (share.delivery.count.limit): one more failure and the broker archives them")
 class ConsumersCreatedMetric    extends ShareSumMetric(ShareSourceMetrics.ConsumersCreated, "share consumers created (0 in steady state: the pool reuses them)")
 class LockUsedPercentMetric     extends ShareMaxMetric(ShareSourceMetrics.LockUsedPercent, "share of the lock duration the slowest task held records (%)")
 
@@ -36,11 +37,12 @@ object ShareSourceMetrics {
   val MaxDeliveryCount = "maxDeliveryCount"
   val LockUsedPercent  = "lockUsedPercent"
   val ConsumersCreated = "consumersCreated"
+  val AtLastDelivery   = "recordsAtLastDelivery"
 
   val supported: Array[CustomMetric] = Array(
     new RecordsAcquiredMetric, new RecordsAcceptedMetric, new RecordsReleasedMetric, new RecordsReplayedMetric,
     new RecordsRejectedMetric, new RedeliveriesDroppedMetric, new MaxDeliveryCountMetric, new LockUsedPercentMetric,
-    new ConsumersCreatedMetric)
+    new ConsumersCreatedMetric, new LastDeliveryMetric)
 
   def taskMetric(metricName: String, metricValue: Long): CustomTaskMetric = new CustomTaskMetric {
     override def name(): String = metricName
@@ -60,12 +62,13 @@ final class QueryTotals(spark: org.apache.spark.SparkContext) extends Serializab
   val dropped: LongAccumulator  = spark.longAccumulator("kafka-share redeliveries dropped")
   val rejected: LongAccumulator = spark.longAccumulator("kafka-share records rejected")
   val consumersCreated: LongAccumulator = spark.longAccumulator("kafka-share consumers created")
+  val atLastDelivery: LongAccumulator = spark.longAccumulator("kafka-share records on their last delivery attempt")
 
   def asMetrics: Map[String, String] = {
     import ShareSourceMetrics._
     Map(s"${Acquired}Total" -> acquired.sum, s"${Accepted}Total" -> accepted.sum, s"${Released}Total" -> released.sum,
       s"${Replayed}Total" -> replayed.sum, s"${Dropped}Total" -> dropped.sum, s"${Rejected}Total" -> rejected.sum,
-      s"${ConsumersCreated}Total" -> consumersCreated.sum).map { case (k, v) => k -> v.toString }
+      s"${ConsumersCreated}Total" -> consumersCreated.sum, s"${AtLastDelivery}Total" -> atLastDelivery.sum).map { case (k, v) => k -> v.toString }
   }
 
   def inTransit: QueryTotalsInTransit = new QueryTotalsInTransit(this)
@@ -95,19 +98,21 @@ final class QueryTotalsInTransit(totals: QueryTotals) extends Serializable {
 }
 /** Counters of one read task. */
 final class TaskCounters {
-  var acquired, accepted, released, replayed, dropped, rejected, maxDeliveryCount, lockUsedPercent, consumersCreated = 0L
+  var acquired, accepted, released, replayed, dropped, rejected, maxDeliveryCount, lockUsedPercent, consumersCreated,
+      atLastDelivery = 0L
 
   /** Adds this task's counts to the query totals, once, when the task's reader closes. */
   def addTo(totals: QueryTotals): Unit = {
     totals.acquired.add(acquired); totals.accepted.add(accepted); totals.released.add(released)
     totals.replayed.add(replayed); totals.dropped.add(dropped); totals.rejected.add(rejected)
-    totals.consumersCreated.add(consumersCreated)
+    totals.consumersCreated.add(consumersCreated); totals.atLastDelivery.add(atLastDelivery)
   }
 
   def toTaskMetrics: Array[CustomTaskMetric] = {
     import ShareSourceMetrics._
     Array(taskMetric(Acquired, acquired), taskMetric(Accepted, accepted), taskMetric(Released, released),
       taskMetric(Replayed, replayed), taskMetric(Rejected, rejected), taskMetric(Dropped, dropped), taskMetric(MaxDeliveryCount, maxDeliveryCount),
-      taskMetric(LockUsedPercent, lockUsedPercent), taskMetric(ConsumersCreated, consumersCreated))
+      taskMetric(LockUsedPercent, lockUsedPercent), taskMetric(ConsumersCreated, consumersCreated),
+      taskMetric(AtLastDelivery, atLastDelivery))
   }
 }

@@ -36,7 +36,9 @@ object OptionDeclarations {
     OptionDeclaration(Parallelism, "spark.default.parallelism", "Share consumers (input partitions) per batch. May exceed the topics' partition count."),
     OptionDeclaration(LockTimeoutMs, "the group's share.record.lock.duration.ms", "The lock duration the source plans with; a batch that holds records longer is reported."),
     OptionDeclaration(IncludeHeaders, "false", "Adds the headers column."),
-    OptionDeclaration(MaxRecordsPerTrigger, "(none)", "Upper bound on records per batch, split evenly over the input partitions."),
+    OptionDeclaration(MaxRecordsPerTrigger, "(none)", "Upper bound on records per batch, split evenly over the input partitions. " +
+      "Records on their last delivery attempt " +
+      "(`share.delivery.count.limit`) are taken even past the bound: going back to the group would get them archived."),
     OptionDeclaration(StartingOffsetsKey, "latest", "earliest or latest: sets the group's share.auto.offset.reset, only while the group has no state."),
     OptionDeclaration(PollTimeoutMs, DefaultPollTimeoutMs.toString, "How long a read task waits for its first record before it ends empty."),
     OptionDeclaration(ReadDurationMs, DefaultReadDurationMs.toString, "How long a read task keeps polling while there is a backlog (a poll returned at least half of max.poll.records), pinning each poll's records before it acknowledges them: longer gives bigger batches that pay Spark's per-batch cost once for more records. 0 polls once. Tasks that hold records until the commit (two-phase-commit, explicit mode) poll once."),

@@ -106,6 +106,24 @@ final class ClusterAccess(options: ShareSourceOptions) extends AutoCloseable wit
   }
 
   /**
+   * How many times the broker delivers a record of this group before it archives it: the group's
+   * share.delivery.count.limit (Kafka 4.2 and later), else the broker's group.share.delivery.count.limit,
+   * else Kafka's default. A record delivered that many times is on its last attempt: if it comes back
+   * to the group once more (a RELEASE, a lock that expires after a crash), nobody gets it again.
+   */
+  def deliveryCountLimit(): Int = {
+    def setting(resource: ConfigResource, name: String): Option[Int] =
+      try {
+        val config = await(admin.describeConfigs(Collections.singleton(resource)).all()).get(resource)
+        Option(config).flatMap(c => Option(c.get(name))).flatMap(e => Option(e.value)).flatMap(_.toIntOption)
+      } catch { case _: ShareSourceException => None }
+    setting(new ConfigResource(ConfigResource.Type.GROUP, options.groupId), "share.delivery.count.limit")
+      .orElse(await(admin.describeCluster().nodes()).asScala.headOption.flatMap(node =>
+        setting(new ConfigResource(ConfigResource.Type.BROKER, node.idString), "group.share.delivery.count.limit")))
+      .getOrElse(ClusterAccess.DefaultDeliveryCountLimit)
+  }
+
+  /**
    * The most members a share group may have (broker setting group.share.max.size), or None when the
    * client may not read broker settings: then the broker's own refusal is what the user sees.
    */
@@ -148,4 +166,5 @@ object ClusterAccess {
   /** How long the driver waits for the cluster before it gives up with a clear error. */
   val TimeoutMs             = 30000L
   val DefaultLockDurationMs = 30000L
+  val DefaultDeliveryCountLimit = 5
 }

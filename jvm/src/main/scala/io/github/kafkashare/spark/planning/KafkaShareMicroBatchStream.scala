@@ -45,6 +45,7 @@ final class KafkaShareMicroBatchStream(
     cluster: ClusterAccess,
     parallelism: Int,
     lockDurationMs: Long,
+    deliveryLimit: Int,
     hadoopConf: SerializableHadoopConf,
     totals: QueryTotals,
     explicit: Option[ExplicitQueries.Registration])
@@ -98,6 +99,7 @@ final class KafkaShareMicroBatchStream(
           "(docs/operations.md) or make batches smaller (maxRecordsPerTrigger)")
     }
     if (lastBatchStats.records > 0) probeWaitMs = lockDurationMs
+    warnOfLastAttempts()
 
     topics = cluster.resolveTopics()
     if (topics.isEmpty) {
@@ -147,6 +149,20 @@ final class KafkaShareMicroBatchStream(
     val ids = start.topicIds.filter { case (t, _) => pinned.byPartition.keysIterator.exists(_._1 == t) } ++ now.ids
     lastPlanned = Some(ShareSourceOffset(sparkBatchIds.next(), parallelism, pinned, clusterId, options.groupId, ids))
     lastPlanned.get
+  }
+
+  private var lastAttemptsSaid = 0L
+
+  /** Records read on their last delivery attempt since the last call: the driver log says it too. */
+  private def warnOfLastAttempts(): Unit = {
+    val seen = totals.atLastDelivery.sum
+    if (seen > lastAttemptsSaid)
+      logWarning(s"kafka-share: ${seen - lastAttemptsSaid} record(s) were read on their last delivery attempt " +
+        s"(the group's delivery count limit is $deliveryLimit): one more failure before they are acknowledged and the " +
+        "broker archives them. Earlier attempts ended in failures (crashes, expired locks, RELEASE decisions); raise " +
+        "share.delivery.count.limit (group) or group.share.delivery.count.limit (broker) if failures are frequent. " +
+        "Metric: recordsAtLastDeliveryTotal")
+    lastAttemptsSaid = seen
   }
 
   // The offset latestOffset returned last: planInputPartitions of any other end is a re-run of a
@@ -234,6 +250,7 @@ final class KafkaShareMicroBatchStream(
         pollTimeoutMs = options.pollTimeoutMs,
         readDurationMs = options.readDurationMs,
         lockDurationMs = lockDurationMs,
+        deliveryLimit = deliveryLimit,
         includeHeaders = options.includeHeaders,
         failOnDataLoss = options.failOnDataLoss,
         log = acquisitions,
@@ -282,7 +299,8 @@ final class KafkaShareMicroBatchStream(
       "lastBatchMaxDeliveryCount" -> lastBatchStats.maxDeliveryCount.toString,
       "pinnedRanges"             -> pinnedRanges.toString,
       "parallelism"              -> parallelism.toString,
-      "lockDurationMs"           -> lockDurationMs.toString
+      "lockDurationMs"           -> lockDurationMs.toString,
+      "deliveryCountLimit"       -> deliveryLimit.toString
     ) ++ totals.asMetrics).asJava
   }
 
@@ -318,6 +336,7 @@ object KafkaShareMicroBatchStream extends Logging {
       cluster.resolveTopics()
       cluster.applyStartingOffsets(options.startingOffsets)
       val lockDurationMs = options.lockTimeoutMs.getOrElse(cluster.lockDurationMs())
+      val deliveryLimit  = cluster.deliveryCountLimit()
       val parallelism    = options.parallelism.getOrElse(spark.sparkContext.defaultParallelism)
       // Each read task is a member of the group; the group takes at most group.share.max.size.
       cluster.groupMaxSize().filter(parallelism > _).foreach { max =>
@@ -325,7 +344,8 @@ object KafkaShareMicroBatchStream extends Logging {
       }
       val hadoopConf     = new SerializableHadoopConf(spark.sparkContext.hadoopConfiguration)
       logInfo(s"kafka-share: group '${options.groupId}', ${KafkaShareTable.describe(options.subscription)}, " +
-        s"strategy ${options.strategy.name}, $parallelism consumers per batch, lock duration $lockDurationMs ms" +
+        s"strategy ${options.strategy.name}, $parallelism consumers per batch, lock duration $lockDurationMs ms, " +
+        s"delivery count limit $deliveryLimit" +
         options.poison.fold("")(p => s", records delivered more than ${p.maxDeliveries} times rejected" +
           p.deadLetterTopic.fold("")(t => s" via '$t'")))
       val explicit = options.mode match {
@@ -339,7 +359,7 @@ object KafkaShareMicroBatchStream extends Logging {
           ExplicitQueries.register(registration)
           Some(registration)
       }
-      try new KafkaShareMicroBatchStream(options, checkpointDir, cluster, parallelism, lockDurationMs, hadoopConf,
+      try new KafkaShareMicroBatchStream(options, checkpointDir, cluster, parallelism, lockDurationMs, deliveryLimit, hadoopConf,
         new QueryTotals(spark.sparkContext), explicit)
       catch { case e: Throwable => explicit.foreach(ExplicitQueries.unregister); throw e }
     } catch {

@@ -16,6 +16,7 @@ import org.apache.spark.sql.connector.read.InputPartition
  * @param commitFile  Spark's commit log file of this batch (two-phase commit waits for it)
  * @param holdUntilCommit  keep the records acquired until the batch commits (two-phase commit, explicit mode)
  * @param explicitDefault  explicit mode: the decision for records foreachBatch did not decide on
+ * @param deliveryLimit the group's delivery count limit: a record delivered that many times is on its last attempt
  */
 final case class KafkaShareInputPartition(
     batch: Long,
@@ -28,6 +29,7 @@ final case class KafkaShareInputPartition(
     pollTimeoutMs: Long,
     readDurationMs: Long,
     lockDurationMs: Long,
+    deliveryLimit: Int,
     includeHeaders: Boolean,
     failOnDataLoss: Boolean,
     log: AcquisitionLog,

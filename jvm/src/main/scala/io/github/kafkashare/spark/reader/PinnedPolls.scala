@@ -33,6 +33,11 @@ import org.apache.spark.internal.Logging
  * A failure before a part is pinned RELEASEs what that poll acquired. After, nothing is RELEASEd: the
  * records belong to this batch, and a retry replays them.
  *
+ * A record on its last delivery attempt (delivered share.delivery.count.limit times) is never given
+ * back for its lock's age: back with the group it would be archived, lost. Pinning it is safe even if
+ * its lock ran out meanwhile, for the same reason: the broker archives it and gives it to nobody else,
+ * so no other member can emit it too. Each such record is counted (metric recordsAtLastDelivery).
+ *
  * @param replay what to yield when another attempt of this task pinned part 0 first: its records
  */
 private[reader] final class PinnedPolls(partition: KafkaShareInputPartition, counters: TaskCounters,
@@ -86,14 +91,17 @@ private[reader] final class PinnedPolls(partition: KafkaShareInputPartition, cou
       val polledAt  = poll.acquiredAtNanos
       if (!poll.fromCarry) counters.acquired += poll.records.size
       poll.records.foreach(r => counters.maxDeliveryCount = math.max(counters.maxDeliveryCount, RecordRows.deliveryCountOf(r)))
+      if (!poll.fromCarry) noteLastAttempts(poll.records)
 
       val polled = if (lockAgeMs(polledAt) <= pinnableLockAgeMs) poll.records else {
-        logWarning(s"kafka-share: batch ${partition.batch} task ${partition.task}: ${poll.records.size} record(s) were " +
+        val (lastAttempt, giveBack) = poll.records.partition(onLastAttempt)
+        logWarning(s"kafka-share: batch ${partition.batch} task ${partition.task}: ${giveBack.size} record(s) were " +
           s"acquired ${lockAgeMs(polledAt)} ms ago, too close to the end of their ${partition.lockDurationMs} ms lock to " +
-          "pin (was this JVM paused?); giving them back to the group")
-        consumer.acknowledge(poll.records, AcknowledgeType.RELEASE)
-        counters.released += poll.records.size
-        Seq.empty[Record]
+          "pin (was this JVM paused?); giving them back to the group" +
+          (if (lastAttempt.nonEmpty) s" (keeping ${lastAttempt.size} on their last delivery attempt)" else ""))
+        consumer.acknowledge(giveBack, AcknowledgeType.RELEASE)
+        counters.released += giveBack.size
+        lastAttempt
       }
       val (redelivered, unpinned) =
         if (partition.strategy.dropsRedeliveries) polled.partition(pinnedElsewhere)
@@ -104,8 +112,13 @@ private[reader] final class PinnedPolls(partition: KafkaShareInputPartition, cou
       }
       rejectPoison(poison)
       // A poll returns whole record batches, often more than this task's share of maxRecordsPerTrigger:
-      // the rest stays acquired for the next task (PooledShareConsumer's carry), not RELEASEd.
-      val (kept, overLimit) = fresh.splitAt((partition.maxRecords - emitted).min(Int.MaxValue).toInt)
+      // the rest stays acquired for the next task (PooledShareConsumer's carry), not RELEASEd. Records on
+      // their last delivery attempt are never carried, even past the share: a carry that ages out or a
+      // crash hands them back to the group, which archives them.
+      val (lastChance, others) = fresh.partition(onLastAttempt)
+      val (withinShare, overLimit) =
+        others.splitAt((partition.maxRecords - emitted - lastChance.size).max(0L).min(Int.MaxValue).toInt)
+      val kept = lastChance ++ withinShare
       consumer.acknowledge(redelivered, AcknowledgeType.ACCEPT)
       counters.dropped += redelivered.size
       counters.accepted += redelivered.size
@@ -119,9 +132,10 @@ private[reader] final class PinnedPolls(partition: KafkaShareInputPartition, cou
         if (pollAgain) consumer.send() else finish(polledAt)
         return Iterator.empty
       }
-      if (lockAgeMs(polledAt) > pinnableLockAgeMs) {
+      if (lockAgeMs(polledAt) > pinnableLockAgeMs && !kept.forall(onLastAttempt)) {
         // The steps since the first check (sibling reads, a dead-letter send, a slow file system)
-        // spent the lock: another member may hold these records by now. Give them back, pin nothing.
+        // spent the lock: another member may hold these records by now. Give them back, pin nothing
+        // (records on their last attempt too: on their own they would be pinned, see above).
         logWarning(s"kafka-share: batch ${partition.batch} task ${partition.task}: ${kept.size} record(s) acquired " +
           s"${lockAgeMs(polledAt)} ms ago are too close to the end of their ${partition.lockDurationMs} ms lock to pin " +
           "after the checks before pinning; giving them back to the group")
@@ -137,8 +151,9 @@ private[reader] final class PinnedPolls(partition: KafkaShareInputPartition, cou
       pinned = ours
       if (!ours) {
         // Another attempt pinned part 0 first, or a retry sealed the task: their parts are the task's.
-        consumer.acknowledge(kept, AcknowledgeType.RELEASE)
-        counters.released += kept.size
+        // What this attempt acquired is carried to the next task, not RELEASEd: a RELEASE would spend
+        // a delivery attempt of each record (and archive those on their last).
+        consumer.carry(kept, polledAt)
         finish(polledAt)
         if (part == 0) replay()
         else {
@@ -199,6 +214,20 @@ private[reader] final class PinnedPolls(partition: KafkaShareInputPartition, cou
     logWarning(s"kafka-share: ${poison.size} record(s) delivered more than ${policy.maxDeliveries} times rejected" +
       policy.deadLetterTopic.fold("")(t => s" after writing them to '$t'") + ": " +
       poison.take(5).map(r => s"${r.topic}-${r.partition}@${r.offset}").mkString(", "))
+  }
+
+  private def onLastAttempt(r: Record): Boolean = RecordRows.deliveryCountOf(r) >= partition.deliveryLimit
+
+  private def noteLastAttempts(records: Seq[Record]): Unit = {
+    val last = records.count(onLastAttempt)
+    if (last > 0) {
+      counters.atLastDelivery += last
+      logWarning(s"kafka-share: batch ${partition.batch} task ${partition.task}: $last record(s) are on their last " +
+        s"delivery attempt (delivered ${partition.deliveryLimit} times, the group's share.delivery.count.limit): " +
+        "if they come back to the group once more the broker archives them. Earlier attempts ended in failures " +
+        "(crashes, expired locks, RELEASE decisions); raise share.delivery.count.limit (group) or " +
+        "group.share.delivery.count.limit (broker) if failures are frequent")
+    }
   }
 
   private def inReplayOrder(records: Seq[Record]): Iterator[(Record, Int)] =
