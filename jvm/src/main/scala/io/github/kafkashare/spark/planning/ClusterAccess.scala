@@ -4,6 +4,7 @@ import java.util.{Collections, Properties}
 import java.util.concurrent.{ExecutionException, TimeUnit, TimeoutException}
 
 import scala.jdk.CollectionConverters._
+import scala.util.control.NonFatal
 
 import io.github.kafkashare.spark.errors.{ShareSourceErrors, ShareSourceException}
 import io.github.kafkashare.spark.options.{ShareSourceOptions, StartingOffsets, Subscription}
@@ -106,22 +107,39 @@ final class ClusterAccess(options: ShareSourceOptions) extends AutoCloseable wit
   }
 
   /**
-   * How many times the broker delivers a record of this group before it archives it: the group's
-   * share.delivery.count.limit (Kafka 4.2 and later), else the broker's group.share.delivery.count.limit,
-   * else Kafka's default. A record delivered that many times is on its last attempt: if it comes back
-   * to the group once more (a RELEASE, a lock that expires after a crash), nobody gets it again.
+   * How many times the broker delivers a record of this group before it archives it, if a record
+   * that comes back to the group after that many deliveries is lost: the group's
+   * share.delivery.count.limit (Kafka 4.3 and later), else the broker's group.share.delivery.count.limit,
+   * else Kafka's default. None when no record is lost that way, because the group has a dead-letter
+   * topic (errors.deadletterqueue.topic.name, where the broker copies such records), or when the
+   * settings cannot be read: then no record is treated as being on its last attempt.
    */
-  def deliveryCountLimit(): Int = {
-    def setting(resource: ConfigResource, name: String): Option[Int] =
-      try {
-        val config = await(admin.describeConfigs(Collections.singleton(resource)).all()).get(resource)
-        Option(config).flatMap(c => Option(c.get(name))).flatMap(e => Option(e.value)).flatMap(_.toIntOption)
-      } catch { case _: ShareSourceException => None }
-    setting(new ConfigResource(ConfigResource.Type.GROUP, options.groupId), "share.delivery.count.limit")
-      .orElse(await(admin.describeCluster().nodes()).asScala.headOption.flatMap(node =>
-        setting(new ConfigResource(ConfigResource.Type.BROKER, node.idString), "group.share.delivery.count.limit")))
-      .getOrElse(ClusterAccess.DefaultDeliveryCountLimit)
+  def deliveryCountLimit(): Option[Int] =
+    try {
+      val group = groupSettings()
+      if (group.get("errors.deadletterqueue.topic.name").exists(_.nonEmpty)) None
+      else group.get("share.delivery.count.limit").flatMap(_.toIntOption)
+        .orElse(brokerSetting("group.share.delivery.count.limit").flatMap(_.toIntOption))
+        .orElse(Some(ClusterAccess.DefaultDeliveryCountLimit))
+    } catch {
+      case NonFatal(e) =>
+        logInfo(s"kafka-share: cannot read the share group's delivery count limit (${e.getMessage}); records on " +
+          "their last delivery attempt are neither told apart nor counted")
+        None
+    }
+
+  private def groupSettings(): Map[String, String] = {
+    val resource = new ConfigResource(ConfigResource.Type.GROUP, options.groupId)
+    Option(await(admin.describeConfigs(Collections.singleton(resource)).all()).get(resource))
+      .fold(Map.empty[String, String])(_.entries.asScala.collect { case e if e.value != null => e.name -> e.value }.toMap)
   }
+
+  private def brokerSetting(name: String): Option[String] =
+    await(admin.describeCluster().nodes()).asScala.headOption.flatMap { node =>
+      val resource = new ConfigResource(ConfigResource.Type.BROKER, node.idString)
+      Option(await(admin.describeConfigs(Collections.singleton(resource)).all()).get(resource))
+        .flatMap(c => Option(c.get(name))).flatMap(e => Option(e.value))
+    }
 
   /**
    * The most members a share group may have (broker setting group.share.max.size), or None when the

@@ -45,7 +45,7 @@ final class KafkaShareMicroBatchStream(
     cluster: ClusterAccess,
     parallelism: Int,
     lockDurationMs: Long,
-    deliveryLimit: Int,
+    initialDeliveryLimit: Option[Int],
     hadoopConf: SerializableHadoopConf,
     totals: QueryTotals,
     explicit: Option[ExplicitQueries.Registration])
@@ -144,6 +144,7 @@ final class KafkaShareMicroBatchStream(
 
     plannedEnds = ends
     plannedAt = System.nanoTime
+    refreshDeliveryLimit()
     // The ids of topics still pinned stay recorded while they are gone (a pattern's topic deleted):
     // when one comes back under its name, the new id tells its records from the pinned ones.
     val ids = start.topicIds.filter { case (t, _) => pinned.byPartition.keysIterator.exists(_._1 == t) } ++ now.ids
@@ -153,12 +154,23 @@ final class KafkaShareMicroBatchStream(
 
   private var lastAttemptsSaid = 0L
 
+  // The group's delivery count limit, read again now and then: raising it is the advice the source
+  // gives, and the broker applies a new value at once.
+  private var deliveryLimit       = initialDeliveryLimit
+  private var deliveryLimitReadAt = System.nanoTime
+
+  private def refreshDeliveryLimit(): Unit =
+    if (System.nanoTime - deliveryLimitReadAt > KafkaShareMicroBatchStream.SettingsRereadNanos) {
+      deliveryLimit = cluster.deliveryCountLimit()
+      deliveryLimitReadAt = System.nanoTime
+    }
+
   /** Records read on their last delivery attempt since the last call: the driver log says it too. */
   private def warnOfLastAttempts(): Unit = {
     val seen = totals.atLastDelivery.sum
     if (seen > lastAttemptsSaid)
       logWarning(s"kafka-share: ${seen - lastAttemptsSaid} record(s) were read on their last delivery attempt " +
-        s"(the group's delivery count limit is $deliveryLimit): one more failure before they are acknowledged and the " +
+        s"(the group's delivery count limit is ${deliveryLimit.getOrElse("-")}): one more failure before they are acknowledged and the " +
         "broker archives them. Earlier attempts ended in failures (crashes, expired locks, RELEASE decisions); raise " +
         "share.delivery.count.limit (group) or group.share.delivery.count.limit (broker) if failures are frequent. " +
         "Metric: recordsAtLastDeliveryTotal")
@@ -250,7 +262,7 @@ final class KafkaShareMicroBatchStream(
         pollTimeoutMs = options.pollTimeoutMs,
         readDurationMs = options.readDurationMs,
         lockDurationMs = lockDurationMs,
-        deliveryLimit = deliveryLimit,
+        deliveryLimit = deliveryLimit.getOrElse(Int.MaxValue),
         includeHeaders = options.includeHeaders,
         failOnDataLoss = options.failOnDataLoss,
         log = acquisitions,
@@ -300,7 +312,7 @@ final class KafkaShareMicroBatchStream(
       "pinnedRanges"             -> pinnedRanges.toString,
       "parallelism"              -> parallelism.toString,
       "lockDurationMs"           -> lockDurationMs.toString,
-      "deliveryCountLimit"       -> deliveryLimit.toString
+      "deliveryCountLimit"       -> deliveryLimit.fold("-")(_.toString)
     ) ++ totals.asMetrics).asJava
   }
 
@@ -328,6 +340,9 @@ object KafkaShareMicroBatchStream extends Logging {
    */
   val AvailableNowEmptyBatches = 3
 
+  /** How often group settings that may change while the query runs are read again. */
+  val SettingsRereadNanos: Long = 60L * 1000 * 1000 * 1000
+
   /** Checks the cluster, prepares the group, and builds the stream. */
   def start(options: ShareSourceOptions, checkpointDir: String, spark: SparkSession): KafkaShareMicroBatchStream = {
     val cluster = new ClusterAccess(options)
@@ -345,7 +360,7 @@ object KafkaShareMicroBatchStream extends Logging {
       val hadoopConf     = new SerializableHadoopConf(spark.sparkContext.hadoopConfiguration)
       logInfo(s"kafka-share: group '${options.groupId}', ${KafkaShareTable.describe(options.subscription)}, " +
         s"strategy ${options.strategy.name}, $parallelism consumers per batch, lock duration $lockDurationMs ms, " +
-        s"delivery count limit $deliveryLimit" +
+        s"delivery count limit ${deliveryLimit.getOrElse("- (none that loses records)")}" +
         options.poison.fold("")(p => s", records delivered more than ${p.maxDeliveries} times rejected" +
           p.deadLetterTopic.fold("")(t => s" via '$t'")))
       val explicit = options.mode match {

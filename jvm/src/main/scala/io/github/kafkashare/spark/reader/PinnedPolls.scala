@@ -118,29 +118,33 @@ private[reader] final class PinnedPolls(partition: KafkaShareInputPartition, cou
       val (lastChance, others) = fresh.partition(onLastAttempt)
       val (withinShare, overLimit) =
         others.splitAt((partition.maxRecords - emitted - lastChance.size).max(0L).min(Int.MaxValue).toInt)
-      val kept = lastChance ++ withinShare
+      val keptAtFirstCheck = lastChance ++ withinShare
       consumer.acknowledge(redelivered, AcknowledgeType.ACCEPT)
       counters.dropped += redelivered.size
       counters.accepted += redelivered.size
       consumer.carry(overLimit, polledAt)
-      val pollAgain = !partition.holdUntilCommit && overLimit.isEmpty && emitted + kept.size < partition.maxRecords &&
+      val pollAgain = !partition.holdUntilCommit && overLimit.isEmpty && emitted + keptAtFirstCheck.size < partition.maxRecords &&
         budgetLeftMs > 0 && (poll.fromCarry || poll.records.size * 2 >= consumer.maxPollRecords)
 
-      if (kept.isEmpty && (pollAgain || part > 0)) {
+      if (keptAtFirstCheck.isEmpty && (pollAgain || part > 0)) {
         // Nothing to pin from this poll. Part 0 is written, even empty, only when the task ends, so
         // that a retry replays the same (empty) task instead of polling anew.
         if (pollAgain) consumer.send() else finish(polledAt)
         return Iterator.empty
       }
-      if (lockAgeMs(polledAt) > pinnableLockAgeMs && !kept.forall(onLastAttempt)) {
+      val kept = if (lockAgeMs(polledAt) <= pinnableLockAgeMs) keptAtFirstCheck else {
         // The steps since the first check (sibling reads, a dead-letter send, a slow file system)
-        // spent the lock: another member may hold these records by now. Give them back, pin nothing
-        // (records on their last attempt too: on their own they would be pinned, see above).
-        logWarning(s"kafka-share: batch ${partition.batch} task ${partition.task}: ${kept.size} record(s) acquired " +
+        // spent the lock: another member may hold these records by now. Give them back, but for those
+        // on their last attempt (see above).
+        val (lastAttempt, giveBack) = keptAtFirstCheck.partition(onLastAttempt)
+        logWarning(s"kafka-share: batch ${partition.batch} task ${partition.task}: ${giveBack.size} record(s) acquired " +
           s"${lockAgeMs(polledAt)} ms ago are too close to the end of their ${partition.lockDurationMs} ms lock to pin " +
           "after the checks before pinning; giving them back to the group")
-        consumer.acknowledge(kept, AcknowledgeType.RELEASE)
-        counters.released += kept.size
+        consumer.acknowledge(giveBack, AcknowledgeType.RELEASE)
+        counters.released += giveBack.size
+        lastAttempt
+      }
+      if (kept.isEmpty && keptAtFirstCheck.nonEmpty) {
         finish(polledAt)
         return Iterator.empty
       }
@@ -151,9 +155,10 @@ private[reader] final class PinnedPolls(partition: KafkaShareInputPartition, cou
       pinned = ours
       if (!ours) {
         // Another attempt pinned part 0 first, or a retry sealed the task: their parts are the task's.
-        // What this attempt acquired is carried to the next task, not RELEASEd: a RELEASE would spend
-        // a delivery attempt of each record (and archive those on their last).
-        consumer.carry(kept, polledAt)
+        // This attempt is usually a zombie on an executor the driver gave up: carried, its records would
+        // wait for a borrower that never comes, so they go back now.
+        consumer.acknowledge(kept, AcknowledgeType.RELEASE)
+        counters.released += kept.size
         finish(polledAt)
         if (part == 0) replay()
         else {
@@ -216,6 +221,8 @@ private[reader] final class PinnedPolls(partition: KafkaShareInputPartition, cou
       poison.take(5).map(r => s"${r.topic}-${r.partition}@${r.offset}").mkString(", "))
   }
 
+  // deliveryLimit is Int.MaxValue where no record is lost at the limit (a dead-letter topic) or the
+  // limit is unknown: then no record is on its last attempt.
   private def onLastAttempt(r: Record): Boolean = RecordRows.deliveryCountOf(r) >= partition.deliveryLimit
 
   private def noteLastAttempts(records: Seq[Record]): Unit = {
