@@ -115,3 +115,29 @@ def test_a_stopped_query_leaves_the_rest_to_the_group_at_once(broker: Broker, fr
     assert isinstance(sizes, list) and sizes and all(0 < n <= 500 for n in sizes), sizes
     assert int(landed["distinct"]) == sum(sizes), landed  # type: ignore[call-overload]
     assert landed["consumed_after_stop"] == landed["remaining"], landed
+
+
+def test_a_stopped_query_on_a_cluster_leaves_the_rest_to_the_group_at_once(broker: Broker, fresh_name: Callable[[str], str],
+                                                                           tmp_path: Path) -> None:
+    """Promise 7 where the read tasks run in executor JVMs: what their pooled consumers fetched ahead
+    goes back when the query stops, not when the pool would close them (half a lock: 30 s here)."""
+    topic, group = prepare(broker, fresh_name, records=5000, lock_ms=60000)
+    landed = stream(broker, tmp_path, topic, group, "checkpoint-dedup", 5000, stop_after_batches=1,
+                    trigger_interval="60 seconds", master="local-cluster[2,1,1024]",
+                    options={"maxRecordsPerTrigger": 500}, consume_after_stop_ms=10000)
+    assert int(landed["distinct"]) == sum(landed["batch_sizes"]), landed  # type: ignore[arg-type, call-overload]
+    assert landed["consumed_after_stop"] == landed["remaining"], landed
+
+
+def test_available_now_on_a_cluster_acknowledges_its_last_batch_before_it_ends(
+        broker: Broker, fresh_name: Callable[[str], str], tmp_path: Path) -> None:
+    """Two-phase commit acknowledges a batch on the executors after it commits. A job that stops Spark
+    as soon as its AvailableNow query ends must leave nothing to come back: records locked by
+    executors that are gone would return to the group when their locks (15 s) expire."""
+    topic, group = prepare(broker, fresh_name, records=2000)
+    landed = stream(broker, tmp_path, topic, group, "two-phase-commit", 2000, trigger="available_now",
+                    master="local-cluster[2,1,1024]", stop_spark_when_ended=True)
+    assert landed["ended_by_itself"] is True, landed
+    check("AN2p", "two-phase-commit", landed, 2000, tmp_path)
+    # (The group's start offset is no measure: the broker persists it with the next acknowledgement.)
+    assert broker.share_consume(group, topic, 1, timeout_ms=25000) == 0, "records came back after the locks expired"

@@ -10,7 +10,9 @@ compare_order (F8: also compare the order of rows of two reads), trigger ("proce
 long and report how many batches ran meanwhile), status_file (the sink's distinct count, rewritten
 every status_every_s seconds, 1 by default), until_file (run until it exists instead of until
 `expected` landed), report_keys, pid_file (receives {"pid": driver JVM, "app_id": ...} at start), union_rate (union the source with a
-`rate` stream), sink_format (Spark's file sink in that format instead of foreachBatch). Failure F4r
+`rate` stream), sink_format (Spark's file sink in that format instead of foreachBatch), stop_spark_when_ended
+(Trigger.AvailableNow: stop Spark the moment the query ends, as a job that ends with it does, and count
+the sink without Spark). Failure F4r
 kills the driver inject_after_s seconds after the first committed batch, at whatever it is doing.
 
 The sink writes batch N to <sink>/batch=N with mode overwrite, so a re-run batch replaces itself:
@@ -221,6 +223,13 @@ inject_in_background()
 result: dict[str, object] = {}
 if config.get("trigger") == "available_now":
     result["ended_by_itself"] = query.awaitTermination(float(config.get("timeout_s", 120)))
+    if config.get("stop_spark_when_ended"):
+        spark.stop()  # executors go at once: whatever they still hold stays locked with the group
+        import pyarrow.parquet as pq
+        keys = [k for f in Path(sink).glob("batch=*/*.parquet") for k in pq.read_table(f, columns=["k"]).column("k").to_pylist()]
+        result.update({"rows": len(keys), "distinct": len(set(keys)), "restarts": 0})
+        print(json.dumps(result))
+        sys.exit(0)
 while config.get("trigger") != "available_now" and time.time() < deadline:
     if (query.exception() is not None or not query.isActive) and config.get("no_restart"):
         result["error"] = str(query.exception())

@@ -7,7 +7,7 @@ import scala.jdk.CollectionConverters._
 import scala.util.control.NonFatal
 
 import io.github.kafkashare.spark.consumer.{ConsumerKey, PooledShareConsumer, ShareConsumerPool}
-import io.github.kafkashare.spark.offsets.{DecisionLog, SerializableHadoopConf}
+import io.github.kafkashare.spark.offsets.{DecisionLog, SerializableHadoopConf, SourceMarkers}
 import io.github.kafkashare.spark.options.Decision
 import org.apache.hadoop.fs.{FileContext, Path}
 import org.apache.spark.internal.Logging
@@ -32,8 +32,11 @@ object CommitWatcher extends Logging {
   /** What an explicit-mode hold applies at commit. */
   final case class ExplicitDecisions(log: DecisionLog, batch: Long, default: Decision)
 
+  /** Where phase 2 of task `task` of `batch` is said to be done (the driver waits for it at the end). */
+  final case class DoneMark(markers: SourceMarkers, batch: Long, task: Int)
+
   private final case class Hold(consumer: PooledShareConsumer, commitFile: Path, conf: SerializableHadoopConf,
-      deadlineNanos: Long, explicit: Option[ExplicitDecisions])
+      deadlineNanos: Long, explicit: Option[ExplicitDecisions], done: DoneMark)
 
   /** Acknowledgements made here, per query (consumer key), that no read task of it has reported yet. */
   final case class Counts(accepted: Long, released: Long, rejected: Long)
@@ -51,9 +54,9 @@ object CommitWatcher extends Logging {
 
   /** Holds `consumer` (with its acquired records) until `commitFile` exists or `maxHoldMs` passes. */
   def holdUntilCommitted(consumer: PooledShareConsumer, commitFile: Path, conf: SerializableHadoopConf, maxHoldMs: Long,
-      explicit: Option[ExplicitDecisions]): Unit = {
+      explicit: Option[ExplicitDecisions], done: DoneMark): Unit = {
     ShareConsumerPool.expectBack(consumer)
-    holds.add(Hold(consumer, commitFile, conf, System.nanoTime + TimeUnit.MILLISECONDS.toNanos(maxHoldMs), explicit))
+    holds.add(Hold(consumer, commitFile, conf, System.nanoTime + TimeUnit.MILLISECONDS.toNanos(maxHoldMs), explicit, done))
   }
 
   /** Takes the acknowledgements made for `key` since the last call, for a read task to report. */
@@ -77,11 +80,17 @@ object CommitWatcher extends Logging {
             s"its ${hold.consumer.holding} held records now. Raise the group's share.record.lock.duration.ms or shorten batches.")
           acknowledge(hold, _ => instead)
         }
+        markDone(hold)
       }
     } catch {
       case NonFatal(e) => logWarning(s"checking ${hold.commitFile} failed; will retry", e)
     }
   }
+
+  // After phase 2, whether the broker took it or not: the driver waits for it, not for success.
+  private def markDone(hold: Hold): Unit =
+    try hold.done.markers.markAcknowledged(hold.done.batch, hold.done.task)
+    catch { case NonFatal(e) => logWarning(s"could not mark batch ${hold.done.batch} task ${hold.done.task} acknowledged", e) }
 
   private def decider(explicit: ExplicitDecisions): ((String, Int, Long)) => Decision = {
     val decided = explicit.log.decisions(explicit.batch).getOrElse(Map.empty)

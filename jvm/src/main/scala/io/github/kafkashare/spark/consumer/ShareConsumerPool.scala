@@ -6,6 +6,7 @@ import java.util.concurrent.atomic.AtomicLong
 import scala.jdk.CollectionConverters._
 import scala.util.control.NonFatal
 
+import io.github.kafkashare.spark.offsets.SourceMarkers
 import org.apache.spark.internal.Logging
 
 /**
@@ -24,7 +25,8 @@ import org.apache.spark.internal.Logging
  *    its carry, stay acquired by it, invisible to the rest of the group, until it polls again or
  *    closes; past half a lock they are too close to expiry to be given to a batch. A stopped query
  *    polls no more, so its consumers must go; `closeIdle` does it at once where the driver shares
- *    the JVM (local mode).
+ *    the JVM (local mode), and on executors the evictor does it within a second of the query's
+ *    `stopped` marker appearing in its checkpoint ([[SourceMarkers]], registered by `watchStop`).
  * No capacity limit: the pool holds at most as many consumers as tasks ran at once on this executor.
  */
 object ShareConsumerPool extends Logging {
@@ -111,6 +113,19 @@ object ShareConsumerPool extends Logging {
     while (c != null) { discard(c); c = queue.pollFirst() }
   }
 
+  // Where each query (key) says that it stopped: looked at only while the key has idle consumers.
+  private val stopMarkers = new ConcurrentHashMap[ConsumerKey, SourceMarkers]()
+
+  /** The query of `key` writes `markers.stopped` when it stops: then its idle consumers are closed. */
+  def watchStop(key: ConsumerKey, markers: SourceMarkers): Unit = stopMarkers.putIfAbsent(key, markers)
+
+  private def closeStopped(): Unit = idle.asScala.foreach { case (key, queue) =>
+    Option(stopMarkers.get(key)).filter(_ => !queue.isEmpty).filter(_.stopped).foreach { _ =>
+      logInfo(s"kafka-share: the query of $key stopped; closing its ${queue.size} idle consumer(s)")
+      drain(queue)
+    }
+  }
+
   private def closeLongIdle(): Unit = idle.values.asScala.foreach { queue =>
     queue.asScala.toList.foreach { c =>
       // remove() fails when a borrower took it meanwhile: then it is theirs, not ours to close.
@@ -121,8 +136,9 @@ object ShareConsumerPool extends Logging {
   private val evictor = Executors.newSingleThreadScheduledExecutor { r =>
     val t = new Thread(r, "kafka-share-consumer-evictor"); t.setDaemon(true); t
   }
-  evictor.scheduleWithFixedDelay(() => try closeLongIdle() catch { case NonFatal(e) => logWarning("closing idle share consumers failed", e) },
-    1, 1, TimeUnit.SECONDS)
+  evictor.scheduleWithFixedDelay(() => try { closeLongIdle(); closeStopped() } catch {
+    case NonFatal(e) => logWarning("closing idle share consumers failed", e)
+  }, 1, 1, TimeUnit.SECONDS)
 
   sys.addShutdownHook(closeAll())
 }

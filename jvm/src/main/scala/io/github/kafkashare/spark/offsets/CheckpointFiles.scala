@@ -72,6 +72,12 @@ object CheckpointFiles {
       }
     } catch { case _: FileNotFoundException => }
 
+  /** Deletes a file if it exists. */
+  def delete(fc: FileContext, path: Path): Unit = local(fc, path) match {
+    case Some(file) => Files.deleteIfExists(file)
+    case None       => try fc.delete(path, false) catch { case _: FileNotFoundException => }
+  }
+
   /** The names in a folder, or none when it does not exist. */
   def list(fc: FileContext, dir: Path): Seq[String] = local(fc, dir) match {
     case Some(folder) =>

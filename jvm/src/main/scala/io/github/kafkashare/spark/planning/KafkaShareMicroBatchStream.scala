@@ -3,6 +3,7 @@ package io.github.kafkashare.spark.planning
 import java.util
 
 import scala.jdk.CollectionConverters._
+import scala.util.control.NonFatal
 
 import io.github.kafkashare.spark.ack.ExplicitQueries
 import io.github.kafkashare.spark.consumer.{ConsumerKey, ShareConsumerPool}
@@ -56,6 +57,8 @@ final class KafkaShareMicroBatchStream(
   private val decisions      = new DecisionLog(checkpointDir, hadoopConf)
   private val queryRoot      = new Path(checkpointDir).getParent.getParent
   private val commitLogDir   = new Path(queryRoot, "commits")
+  private val markers        = new SourceMarkers(checkpointDir, hadoopConf)
+  markers.clearStopped() // a stop of an earlier run of this query: its executors' consumers are closed
   private val sparkBatchIds  = new SparkBatchIds(new Path(queryRoot, "offsets"), hadoopConf)
   private var topics         = cluster.resolveTopics()
   private var plannedEnds    = Map.empty[(String, Int), Long]
@@ -275,6 +278,7 @@ final class KafkaShareMicroBatchStream(
           case AcknowledgmentMode.Implicit          => None
         },
         decisions = decisions,
+        markers = markers,
         poison = options.poison): InputPartition
     }.toArray
   }
@@ -301,6 +305,7 @@ final class KafkaShareMicroBatchStream(
     val batch    = ShareSourceOffset.of(end).batch
     acquisitions.purgeBefore(batch - retained)
     decisions.purgeBefore(batch - retained)
+    if (options.holdsUntilCommit) markers.purgeBefore(batch) // only the last batch's are ever waited for
   }
 
   override def metrics(latestConsumedOffset: util.Optional[Offset]): util.Map[String, String] = {
@@ -317,9 +322,39 @@ final class KafkaShareMicroBatchStream(
   }
 
   override def stop(): Unit = {
+    try awaitPhaseTwo() catch { case NonFatal(e) => logWarning("kafka-share: waiting for the last batch's acknowledgements failed", e) }
     explicit.foreach(ExplicitQueries.unregister)
-    ShareConsumerPool.closeIdle(consumerKey) // promise 7, where the driver runs the read tasks too
+    // Promise 7: what idle consumers fetched ahead goes back to the group now. Here where the driver
+    // runs read tasks too (local mode), on executors through the marker (ShareConsumerPool's evictor).
+    ShareConsumerPool.closeIdle(consumerKey)
+    try markers.markStopped() catch { case NonFatal(e) => logWarning("kafka-share: could not mark the query stopped", e) }
     cluster.close()
+  }
+
+  /**
+   * Two-phase commit and explicit mode acknowledge a batch's records after it commits, on the
+   * executors that hold them. A query that ends (Trigger.AvailableNow, a stop) waits for that phase 2
+   * of its last committed batch, at most a lock duration: an application that stops its executors
+   * right after would otherwise leave the records locked, to come back to the group (a delivery
+   * attempt spent) instead of being acknowledged.
+   */
+  private def awaitPhaseTwo(): Unit = if (options.holdsUntilCommit) lastPlanned.foreach { last =>
+    if (markers.exists(new Path(commitLogDir, last.batch.toString))) {
+      val holding  = (0 until last.tasks).filter(t => acquisitions.read(last.batch, t).exists(_.runs.nonEmpty))
+      val deadline = System.nanoTime + lockDurationMs * 1000000L
+      // A stop interrupts the query's thread; the wait must still happen, and the flag is kept.
+      val interrupted = Thread.interrupted()
+      try {
+        var waiting = holding.filterNot(markers.acknowledged(last.batch, _))
+        while (waiting.nonEmpty && System.nanoTime < deadline) {
+          try Thread.sleep(50) catch { case _: InterruptedException => }
+          waiting = waiting.filterNot(markers.acknowledged(last.batch, _))
+        }
+        if (waiting.nonEmpty) logWarning(s"kafka-share: batch ${last.batch}'s held records of task(s) " +
+          s"${waiting.mkString(", ")} were not acknowledged within the lock duration ($lockDurationMs ms) after the query " +
+          "ended; they come back to the group and, pinned, are dropped when this query runs again")
+      } finally if (interrupted) Thread.currentThread.interrupt()
+    }
   }
 
   override def toString: String = s"KafkaShareMicroBatchStream[${options.groupId}]"

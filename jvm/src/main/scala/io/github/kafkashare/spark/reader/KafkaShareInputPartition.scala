@@ -2,7 +2,7 @@ package io.github.kafkashare.spark.reader
 
 import io.github.kafkashare.spark.consumer.ConsumerKey
 import io.github.kafkashare.spark.metrics.QueryTotalsInTransit
-import io.github.kafkashare.spark.offsets.{AcquisitionLog, DecisionLog, SerializableHadoopConf, TopicPartitionRanges}
+import io.github.kafkashare.spark.offsets.{AcquisitionLog, DecisionLog, SerializableHadoopConf, SourceMarkers, TopicPartitionRanges}
 import io.github.kafkashare.spark.options.{Decision, ExactlyOnceStrategy, PoisonPolicy}
 import org.apache.spark.sql.connector.read.InputPartition
 
@@ -16,6 +16,7 @@ import org.apache.spark.sql.connector.read.InputPartition
  * @param commitFile  Spark's commit log file of this batch (two-phase commit waits for it)
  * @param holdUntilCommit  keep the records acquired until the batch commits (two-phase commit, explicit mode)
  * @param explicitDefault  explicit mode: the decision for records foreachBatch did not decide on
+ * @param markers     where phase 2 is said done, and where the query says that it stopped
  * @param deliveryLimit the group's delivery count limit: a record delivered that many times is on its last attempt
  */
 final case class KafkaShareInputPartition(
@@ -39,6 +40,7 @@ final case class KafkaShareInputPartition(
     holdUntilCommit: Boolean,
     explicitDefault: Option[Decision],
     decisions: DecisionLog,
+    markers: SourceMarkers,
     poison: Option[PoisonPolicy]) extends InputPartition {
 
   // Client settings can hold secrets: never print them.

@@ -50,6 +50,7 @@ private[reader] final class PinnedPolls(partition: KafkaShareInputPartition, cou
   private val startedAt = System.nanoTime
   // Borrowed until the task's last part is acknowledged; then null (back in the pool, or held).
   private var consumer: PooledShareConsumer = ShareConsumerPool.borrow(partition.consumerKey)
+  ShareConsumerPool.watchStop(partition.consumerKey, partition.markers)
   if (consumer.newlyCreated) counters.consumersCreated += 1
   private var part      = 0
   private var emitted   = 0L
@@ -173,7 +174,8 @@ private[reader] final class PinnedPolls(partition: KafkaShareInputPartition, cou
         val lockLeftMs = (partition.lockDurationMs * 0.8).toLong - lockAgeMs(polledAt)
         CommitWatcher.holdUntilCommitted(consumer, new Path(partition.commitFile), partition.hadoopConf,
           math.max(lockLeftMs, 0L),
-          partition.explicitDefault.map(CommitWatcher.ExplicitDecisions(partition.decisions, partition.batch, _)))
+          partition.explicitDefault.map(CommitWatcher.ExplicitDecisions(partition.decisions, partition.batch, _)),
+          CommitWatcher.DoneMark(partition.markers, partition.batch, partition.task))
         consumer = null
         inReplayOrder(kept)
       } else {

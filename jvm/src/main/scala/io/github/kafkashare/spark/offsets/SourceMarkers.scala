@@ -1,0 +1,40 @@
+package io.github.kafkashare.spark.offsets
+
+import org.apache.hadoop.fs.{FileContext, Path}
+
+/**
+ * Empty files under the source's checkpoint directory by which the driver and the executors of one
+ * query tell each other what they cannot see (on a cluster they share no memory):
+ *  - `acknowledged/<batch>/<task>`: phase 2 of that task's held records is done (two-phase commit,
+ *    explicit mode), written by the executor's commit watcher. The driver waits for these before a
+ *    query that ends (Trigger.AvailableNow, a stop) lets the application go on to stop its executors.
+ *  - `stopped`: the query stopped. Executors close its idle pooled consumers, so that what they
+ *    fetched ahead goes back to the group at once (delivery contract, promise 7). The driver removes
+ *    it when the query starts again.
+ *
+ * @param checkpointDir the source's checkpoint directory (`<checkpointLocation>/sources/<id>`)
+ */
+final class SourceMarkers(checkpointDir: String, hadoopConf: SerializableHadoopConf) extends Serializable {
+
+  @transient private lazy val fc = FileContext.getFileContext(new Path(checkpointDir).toUri, hadoopConf.value)
+
+  private def acknowledgedRoot        = new Path(checkpointDir, "acknowledged")
+  private def stoppedFile             = new Path(checkpointDir, "stopped")
+  private def acknowledgedFile(batch: Long, task: Int) = new Path(new Path(acknowledgedRoot, batch.toString), task.toString)
+
+  def markAcknowledged(batch: Long, task: Int): Unit =
+    CheckpointFiles.writeAtomically(fc, acknowledgedFile(batch, task), "", overwrite = true)
+
+  def acknowledged(batch: Long, task: Int): Boolean = exists(acknowledgedFile(batch, task))
+
+  def purgeBefore(batch: Long): Unit = CheckpointFiles.purgeBefore(fc, acknowledgedRoot, batch)
+
+  def markStopped(): Unit = CheckpointFiles.writeAtomically(fc, stoppedFile, "", overwrite = true)
+
+  def clearStopped(): Unit = CheckpointFiles.delete(fc, stoppedFile)
+
+  def stopped: Boolean = exists(stoppedFile)
+
+  /** Whether any file of this query's checkpoint exists (Spark's commit log, for example). */
+  def exists(file: Path): Boolean = CheckpointFiles.read(fc, file).isDefined
+}
