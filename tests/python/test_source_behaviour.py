@@ -125,7 +125,7 @@ def test_a_stopped_query_on_a_cluster_leaves_the_rest_to_the_group_at_once(broke
     landed = stream(broker, tmp_path, topic, group, "checkpoint-dedup", 5000, stop_after_batches=1,
                     trigger_interval="60 seconds", master="local-cluster[2,1,1024]",
                     options={"maxRecordsPerTrigger": 500}, consume_after_stop_ms=10000)
-    assert int(landed["distinct"]) == sum(landed["batch_sizes"]), landed  # type: ignore[arg-type, call-overload]
+    assert int(landed["distinct"]) == sum(landed["batch_sizes"]), landed  # type: ignore[call-overload]
     assert landed["consumed_after_stop"] == landed["remaining"], landed
 
 
