@@ -72,8 +72,10 @@ object CommitWatcher extends Logging {
       val committed = FileContext.getFileContext(hold.commitFile.toUri, hold.conf.value).util.exists(hold.commitFile)
       val late      = System.nanoTime > hold.deadlineNanos
       if (committed || late) {
+        // The decisions are read before the hold is let go: if that read fails, the next check retries.
+        val decide = if (committed) Some(hold.explicit.map(decider).getOrElse((_: (String, Int, Long)) => Decision.Accept)) else None
         holds.remove(hold)
-        if (committed) acknowledge(hold, hold.explicit.map(decider).getOrElse(_ => Decision.Accept))
+        if (decide.nonEmpty) acknowledge(hold, decide.get)
         else {
           val instead = if (hold.explicit.isEmpty) Decision.Accept else Decision.Release
           logWarning(s"batch commit ${hold.commitFile} did not come within the lock duration; ${instead.name.toUpperCase}ing " +

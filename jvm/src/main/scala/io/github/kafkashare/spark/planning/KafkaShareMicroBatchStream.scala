@@ -341,7 +341,8 @@ final class KafkaShareMicroBatchStream(
   private def awaitPhaseTwo(): Unit = if (options.holdsUntilCommit) lastPlanned.foreach { last =>
     if (markers.exists(new Path(commitLogDir, last.batch.toString))) {
       val holding  = (0 until last.tasks).filter(t => acquisitions.read(last.batch, t).exists(_.runs.nonEmpty))
-      val deadline = System.nanoTime + lockDurationMs * 1000000L
+      // The watcher acknowledges within a lock duration of the batch's polls, so no later than this.
+      val deadline = plannedAt + (lockDurationMs + 1000L) * 1000000L
       // A stop interrupts the query's thread; the wait must still happen, and the flag is kept.
       val interrupted = Thread.interrupted()
       try {
