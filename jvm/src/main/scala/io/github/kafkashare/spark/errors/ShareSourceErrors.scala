@@ -9,6 +9,11 @@ final class ShareSourceException(message: String, cause: Throwable = null)
 
 object ShareSourceErrors {
 
+  /** Said with every warning about records on their last delivery attempt (executor and driver logs). */
+  val LastAttemptAdvice: String = "if they come back to the group once more the broker archives them. Earlier " +
+    "attempts ended in failures (crashes, expired locks, RELEASE decisions); raise share.delivery.count.limit (group) " +
+    "or group.share.delivery.count.limit (broker) if failures are frequent"
+
   private def error(message: String, cause: Throwable = null) =
     new ShareSourceException(s"kafka-share: $message", cause)
 

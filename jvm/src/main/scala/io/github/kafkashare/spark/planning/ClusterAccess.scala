@@ -99,12 +99,8 @@ final class ClusterAccess(options: ShareSourceOptions) extends AutoCloseable wit
   }
 
   /** The group's share.record.lock.duration.ms (the broker default when the group does not set it). */
-  def lockDurationMs(): Long = {
-    val resource = new ConfigResource(ConfigResource.Type.GROUP, options.groupId)
-    val config   = await(admin.describeConfigs(Collections.singleton(resource)).all()).get(resource)
-    Option(config).flatMap(c => Option(c.get("share.record.lock.duration.ms"))).flatMap(e => Option(e.value))
-      .flatMap(_.toLongOption).getOrElse(ClusterAccess.DefaultLockDurationMs)
-  }
+  def lockDurationMs(): Long =
+    groupSettings().get("share.record.lock.duration.ms").flatMap(_.toLongOption).getOrElse(ClusterAccess.DefaultLockDurationMs)
 
   /**
    * How many times the broker delivers a record of this group before it archives it, if a record
@@ -128,31 +124,26 @@ final class ClusterAccess(options: ShareSourceOptions) extends AutoCloseable wit
         None
     }
 
-  private def groupSettings(): Map[String, String] = {
-    val resource = new ConfigResource(ConfigResource.Type.GROUP, options.groupId)
-    Option(await(admin.describeConfigs(Collections.singleton(resource)).all()).get(resource))
-      .fold(Map.empty[String, String])(_.entries.asScala.collect { case e if e.value != null => e.name -> e.value }.toMap)
-  }
+  /** The share group's own settings (those it sets, and the broker's defaults for the others). */
+  private def groupSettings(): Map[String, String] = settings(new ConfigResource(ConfigResource.Type.GROUP, options.groupId))
 
+  /** A setting of the broker the client reaches first (the settings in question are cluster-wide). */
   private def brokerSetting(name: String): Option[String] =
     await(admin.describeCluster().nodes()).asScala.headOption.flatMap { node =>
-      val resource = new ConfigResource(ConfigResource.Type.BROKER, node.idString)
-      Option(await(admin.describeConfigs(Collections.singleton(resource)).all()).get(resource))
-        .flatMap(c => Option(c.get(name))).flatMap(e => Option(e.value))
+      settings(new ConfigResource(ConfigResource.Type.BROKER, node.idString)).get(name)
     }
+
+  private def settings(resource: ConfigResource): Map[String, String] =
+    Option(await(admin.describeConfigs(Collections.singleton(resource)).all()).get(resource))
+      .fold(Map.empty[String, String])(_.entries.asScala.collect { case e if e.value != null => e.name -> e.value }.toMap)
 
   /**
    * The most members a share group may have (broker setting group.share.max.size), or None when the
    * client may not read broker settings: then the broker's own refusal is what the user sees.
    */
   def groupMaxSize(): Option[Int] =
-    try {
-      await(admin.describeCluster().nodes()).asScala.headOption.flatMap { node =>
-        val resource = new ConfigResource(ConfigResource.Type.BROKER, node.idString)
-        val config   = await(admin.describeConfigs(Collections.singleton(resource)).all()).get(resource)
-        Option(config).flatMap(c => Option(c.get("group.share.max.size"))).flatMap(e => Option(e.value)).flatMap(_.toIntOption)
-      }
-    } catch {
+    try brokerSetting("group.share.max.size").flatMap(_.toIntOption)
+    catch {
       case e: ShareSourceException =>
         logInfo(s"kafka-share: cannot read the broker's group.share.max.size (${e.getMessage}); parallelism is not checked against it")
         None

@@ -173,9 +173,7 @@ final class KafkaShareMicroBatchStream(
     val seen = totals.atLastDelivery.sum
     if (seen > lastAttemptsSaid)
       logWarning(s"kafka-share: ${seen - lastAttemptsSaid} record(s) were read on their last delivery attempt " +
-        s"(the group's delivery count limit is ${deliveryLimit.getOrElse("-")}): one more failure before they are acknowledged and the " +
-        "broker archives them. Earlier attempts ended in failures (crashes, expired locks, RELEASE decisions); raise " +
-        "share.delivery.count.limit (group) or group.share.delivery.count.limit (broker) if failures are frequent. " +
+        s"(the group's delivery count limit is ${deliveryLimit.getOrElse("-")}): ${ShareSourceErrors.LastAttemptAdvice}. " +
         "Metric: recordsAtLastDeliveryTotal")
     lastAttemptsSaid = seen
   }

@@ -5,6 +5,7 @@ import scala.util.control.NonFatal
 
 import io.github.kafkashare.spark.ack.CommitWatcher
 import io.github.kafkashare.spark.consumer.{PooledShareConsumer, ShareConsumerPool}
+import io.github.kafkashare.spark.errors.ShareSourceErrors
 import io.github.kafkashare.spark.metrics.TaskCounters
 import io.github.kafkashare.spark.offsets.{AcquisitionEntry, TopicPartitionRanges}
 import org.apache.hadoop.fs.Path
@@ -232,10 +233,7 @@ private[reader] final class PinnedPolls(partition: KafkaShareInputPartition, cou
     if (last > 0) {
       counters.atLastDelivery += last
       logWarning(s"kafka-share: batch ${partition.batch} task ${partition.task}: $last record(s) are on their last " +
-        s"delivery attempt (delivered ${partition.deliveryLimit} times, the group's share.delivery.count.limit): " +
-        "if they come back to the group once more the broker archives them. Earlier attempts ended in failures " +
-        "(crashes, expired locks, RELEASE decisions); raise share.delivery.count.limit (group) or " +
-        "group.share.delivery.count.limit (broker) if failures are frequent")
+        s"delivery attempt (delivered ${partition.deliveryLimit} times, the group's limit): ${ShareSourceErrors.LastAttemptAdvice}")
     }
   }
 
