@@ -14,6 +14,7 @@ JAR     := jvm/target/scala-2.13/spark-kafka-share_2.13-$(project.version).jar
 PKG     := python/src/spark_kafka_share
 WHEEL   := dist/spark_kafka_share-$(project.version)-py3-none-any.whl
 HARNESS := target/harness.classpath
+DELTA_JARS := target/delta/classpath
 # A Maven repository holding the connector (jar, sources, pom), for `spark-submit --packages` tests.
 MAVEN_REPO := target/maven-repo/io/github/kafkashare/spark-kafka-share_2.13/$(project.version)
 
@@ -36,7 +37,7 @@ test-jvm:
 
 # Two workers: most of a Spark test's time is spent waiting (JVM start, batches, lock expiry).
 test-python: $(VENV)/installed-wheel target/bench/tools.classpath $(MAVEN_REPO) typecheck
-	$(PY) -m pytest -n 2 --dist loadgroup tests/python
+	$(PY) -m pytest -n 2 --dist loadgroup tests/python --ignore=tests/python/test_delta_sink.py
 
 # Throughput against Kafka's share consumer tool and Spark's own Kafka source (docs/performance.md).
 # Parameters: make bench BENCH_ARGS="--records 500000 --partitions 4 --parallelism 4"
@@ -57,10 +58,18 @@ bench-cost: $(VENV)/installed-wheel target/bench/tools.classpath
 
 # The jar on the oldest Spark it supports (pyspark.oldest), in a virtualenv of its own: the provider on
 # local and local-cluster, every strategy on every broker version, two failure cells.
-test-compat: $(VENV_OLDEST)/installed-wheel
-	KAFKASHARE_RESULTS=target/test-results-spark-oldest $(VENV_OLDEST)/bin/python -m pytest -n 2 --dist loadgroup \
+test-compat: $(VENV_OLDEST)/installed-wheel $(DELTA_JARS)
+	KAFKASHARE_RESULTS=target/test-results-spark-oldest KAFKASHARE_DELTA_JARS=$$(cat $(DELTA_JARS)) \
+		$(VENV_OLDEST)/bin/python -m pytest -n 2 --dist loadgroup \
 		tests/python/test_spark_provider.py tests/python/test_package.py tests/python/test_delivery.py \
-		-k "not loses_nothing or F1-checkpoint-dedup or F4-two-phase-commit"
+		tests/python/test_delta_sink.py -k "not loses_nothing or F1-checkpoint-dedup or F4-two-phase-commit"
+
+# Delta's jars for tests/python/test_delta_sink.py, which only the oldest Spark runs (see versions.properties).
+$(DELTA_JARS): versions.properties
+	rm -rf target/delta && mkdir -p target/delta
+	for a in delta-spark_2.13 delta-storage; do \
+		mvn -q dependency:copy -Dartifact=io.delta:$$a:$(delta) -DoutputDirectory=target/delta || exit 1; done
+	ls $(CURDIR)/target/delta/*.jar | paste -sd, - > $@
 
 $(VENV_OLDEST)/installed-wheel: $(WHEEL) $(HARNESS) versions.properties
 	python3 -m venv $(VENV_OLDEST)

@@ -12,7 +12,10 @@ every status_every_s seconds, 1 by default), until_file (run until it exists ins
 `expected` landed), report_keys, pid_file (receives {"pid": driver JVM, "app_id": ...} at start), union_rate (union the source with a
 `rate` stream), sink_format (Spark's file sink in that format instead of foreachBatch), stop_spark_when_ended
 (Trigger.AvailableNow: stop Spark the moment the query ends, as a job that ends with it does, and count
-the sink without Spark). Failure F4r
+the sink without Spark), watermark (a watermarked stateful query instead: each event-time window's
+record keys collected in state, written in update mode; Spark runs no-data batches and restores state
+on a replay), delta (foreachBatch appends to a Delta table, idempotent through txnAppId/txnVersion;
+delta_jars: the Delta jars, comma-separated). Failure F4r
 kills the driver inject_after_s seconds after the first committed batch, at whatever it is doing.
 
 The sink writes batch N to <sink>/batch=N with mode overwrite, so a re-run batch replaces itself:
@@ -30,7 +33,7 @@ from pathlib import Path
 
 from pyspark import TaskContext
 from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql.functions import col, lit, spark_partition_id, udf
+from pyspark.sql.functions import col, collect_list, explode, lit, max_by, spark_partition_id, udf, window
 from pyspark.sql.types import StringType
 
 import spark_kafka_share
@@ -42,7 +45,12 @@ sink = config["sink"]
 failure_batch = int(config.get("failure_batch", 1))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from harness import harness  # noqa: E402  (tests/python, for F6 and promise 7)
-spark = (spark_kafka_share.configure(SparkSession.builder)
+builder = SparkSession.builder
+if config.get("delta"):
+    builder = (builder.config("spark.jars", config["delta_jars"])
+               .config("spark.sql.extensions", "io.delta.sql.DeltaSparkSessionExtension")
+               .config("spark.sql.catalog.spark_catalog", "org.apache.spark.sql.delta.catalog.DeltaCatalog"))
+spark = (spark_kafka_share.configure(builder)
          .master(config.get("master", "local[2,4]"))  # 4 attempts per task, as on a cluster
          .config("spark.sql.shuffle.partitions", "2")
          .config("spark.ui.enabled", str(bool(config.get("ui"))).lower())
@@ -135,7 +143,12 @@ def write_batch(df: DataFrame, batch_id: int) -> None:
             injected()
         Path(f"{marker}.failures").write_text(str(poison_failures() + 1))
         raise RuntimeError("injected F10: a poison record fails its batch")
-    rows.write.mode("overwrite").parquet(f"{sink}/batch={batch_id}")
+    if config.get("delta"):
+        # Delta's idempotent writes: a batch id it already has for this app id is skipped.
+        (rows.withColumn("batch", lit(batch_id)).write.format("delta").mode("append")
+         .option("txnAppId", "share-stream").option("txnVersion", batch_id).save(sink))
+    else:
+        rows.write.mode("overwrite").parquet(f"{sink}/batch={batch_id}")
     if failure == "F8":
         second_count = spark.read.parquet(f"{sink}/batch={batch_id}").count()
         if first_count != second_count:
@@ -153,17 +166,35 @@ def poison_failures() -> int:
     return int(f.read_text()) if f.exists() else 0
 
 
+def write_windows(df: DataFrame, batch_id: int) -> None:
+    """The watermarked query's sink: the windows this batch updated, each with all its keys so far."""
+    df.select(col("w.start").cast("string").alias("w"), "ks").write.mode("overwrite").parquet(f"{sink}/batch={batch_id}")
+
+
+def sink_rows() -> DataFrame:
+    """One row per record the sink holds, with its key k (and batch, the batch that wrote it)."""
+    if config.get("delta"):
+        return spark.read.format("delta").load(sink)
+    df = spark.read.parquet(sink)
+    if config.get("watermark"):
+        # Each window's last update holds every key the state collected for it.
+        return df.groupBy("w").agg(max_by("ks", "batch").alias("ks")).select(explode("ks").alias("k"))
+    return df
+
+
 def landed() -> tuple[int, int]:
     """(rows, distinct keys) in the sink; (0, 0) while a batch is being (re)written under our feet."""
     try:
-        df = spark.read.parquet(sink)
+        df = sink_rows()
         return df.count(), df.select("k").distinct().count()
     except Exception:
         return 0, 0
 
 
 def last_sink_batch() -> int:
-    """The highest batch id written to the sink (directories batch=N)."""
+    """The highest batch id written to the sink (directories batch=N; a column of the Delta table)."""
+    if config.get("delta"):
+        return int(spark.read.format("delta").load(sink).agg({"batch": "max"}).first()[0])
     return max((int(d.name.split("=")[1]) for d in Path(sink).glob("batch=*")), default=-1)
 
 
@@ -190,7 +221,14 @@ def start_query():  # type: ignore[no-untyped-def]
             col("value").alias("offset"), lit(0).alias("deliveryCount"))
         records = (records.select("key", "topic", "partition", "offset", "deliveryCount").unionByName(ticks)
                    .where(col("topic").isNotNull()))
-    if config.get("sink_format"):
+    if config.get("watermark"):
+        # Far behind the newest event time: the records were all produced before the query started and
+        # none may be late; what matters is that the watermark moves, so Spark runs no-data batches.
+        windows = (records.withWatermark("timestamp", "1 hour").groupBy(window("timestamp", "1 second").alias("w"))
+                   .agg(collect_list(col("key").cast("string")).alias("ks")))
+        writer = (windows.writeStream.outputMode("update").foreachBatch(write_windows)
+                  .option("checkpointLocation", config["checkpoint"]))
+    elif config.get("sink_format"):
         # Spark's file sink (idempotent per batch id through its metadata log) instead of foreachBatch.
         writer = (records.select(col("key").cast("string").alias("k"), "partition", "offset", "deliveryCount",
                                  spark_partition_id().alias("task"))
@@ -291,10 +329,10 @@ if config.get("consume_after_stop_ms"):
     result.update({"remaining": remaining, "consumed_after_stop": got,
                    "seconds_to_consume_after_stop": round(time.time() - started, 1)})
 if config.get("report_keys") and rows:
-    result["keys"] = [r["k"] for r in spark.read.parquet(sink).select("k").collect()]
+    result["keys"] = [r["k"] for r in sink_rows().select("k").collect()]
 per_task = {}
-if rows:
-    per_task = {str(r["task"]): r["count"] for r in spark.read.parquet(sink).groupBy("task").count().collect()}
+if rows and not config.get("watermark"):
+    per_task = {str(r["task"]): r["count"] for r in sink_rows().groupBy("task").count().collect()}
 result.update({"app_id": spark.sparkContext.applicationId, "rows": rows, "distinct": distinct, "restarts": restarts, "rows_per_task": per_task,
                "batch_sizes": [p["numInputRows"] for p in progress if p["numInputRows"] > 0],
                "metrics": progress[-1]["sources"][0]["metrics"] if progress else {},

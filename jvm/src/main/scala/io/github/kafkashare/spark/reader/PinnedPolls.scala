@@ -27,7 +27,8 @@ import org.apache.spark.internal.Logging
  *     decisions) once Spark's commit log has the batch;
  *  5. yield the part's records, by topic, partition and offset: the order a replay of the part has.
  * It polls again while the task is within kafka.share.read.duration.ms and the last poll suggests a
- * backlog (at least half of max.poll.records): a batch then pays Spark's per-batch cost once for
+ * backlog (at least half of max.poll.records, or redeliveries, which the broker may hand out few at a
+ * time): a batch then pays Spark's per-batch cost once for
  * many polls' records, while a quiet stream's tasks still end after one poll. A consumer that holds
  * records until the commit cannot poll again (Kafka wants every record of a poll acknowledged first),
  * so those tasks poll once.
@@ -125,8 +126,12 @@ private[reader] final class PinnedPolls(partition: KafkaShareInputPartition, cou
       counters.dropped += redelivered.size
       counters.accepted += redelivered.size
       consumer.carry(overLimit, polledAt)
+      // A small poll of redelivered records is no sign of a quiet stream: brokers after 4.1 (4.3 and 4.4 do) hand
+      // out records past half the delivery count limit in ever smaller batches, and those on their last
+      // attempt one at a time (to isolate a poison record), whatever the backlog behind them.
+      val throttled = poll.records.exists(r => RecordRows.deliveryCountOf(r) > 1)
       val pollAgain = !partition.holdUntilCommit && overLimit.isEmpty && emitted + keptAtFirstCheck.size < partition.maxRecords &&
-        budgetLeftMs > 0 && (poll.fromCarry || poll.records.size * 2 >= consumer.maxPollRecords)
+        budgetLeftMs > 0 && (poll.fromCarry || poll.records.size * 2 >= consumer.maxPollRecords || throttled)
 
       if (keptAtFirstCheck.isEmpty && (pollAgain || part > 0)) {
         // Nothing to pin from this poll. Part 0 is written, even empty, only when the task ends, so
