@@ -22,21 +22,31 @@ JVM_SOURCES     := build.sbt versions.properties project/plugins.sbt $(shell fin
 HARNESS_SOURCES := build.sbt versions.properties $(shell find tests/harness/src -type f 2>/dev/null)
 PY_SOURCES      := python/pyproject.toml python/README.md $(shell find $(PKG) -name '*.py' -o -name py.typed 2>/dev/null | grep -v _version.py)
 
-.PHONY: demo test test-jvm test-python test-compat typecheck build wheel publish bench bench-scaling bench-latency bench-cost metrics-picture chaos longrun clean
+.PHONY: demo test test-jvm test-python test-compat typecheck lint format build wheel publish bench bench-scaling bench-latency bench-cost metrics-picture chaos longrun clean
 
 demo: $(VENV)/installed-wheel
 	$(PY) python/examples/demo.py
 
 # Scala first (unit and integration suites, one sbt start that also builds the jar), then Python,
 # then a compatibility subset on the oldest supported Spark.
-test: test-jvm test-python test-compat
+test:
+	@mkdir -p target && : > target/test-timings.txt
+	@$(MAKE) --no-print-directory timed-test-jvm timed-test-python timed-test-compat
+	@echo "make test: minutes per suite (target/test-timings.txt)"; cat target/test-timings.txt
+
+# Runs the target after `timed-` and notes its wall-clock time in target/test-timings.txt.
+timed-%:
+	@start=$$(date +%s); $(MAKE) --no-print-directory $*; status=$$?; \
+		elapsed=$$(( $$(date +%s) - start )); \
+		printf '%-12s %3d min %02d s%s\n' $* $$((elapsed / 60)) $$((elapsed % 60)) "$$( [ $$status -eq 0 ] || echo '  (failed)')" >> target/test-timings.txt; \
+		exit $$status
 
 test-jvm:
 	$(SBT) connector/test connector/assembly connector/publish harness/exportHarnessClasspath harness/fetchBenchTools integration/test
 	@touch $(MAVEN_REPO)
 
 # Two workers: most of a Spark test's time is spent waiting (JVM start, batches, lock expiry).
-test-python: $(VENV)/installed-wheel target/bench/tools.classpath $(MAVEN_REPO) typecheck
+test-python: $(VENV)/installed-wheel target/bench/tools.classpath $(MAVEN_REPO) typecheck lint
 	$(PY) -m pytest -n 2 --dist loadgroup tests/python --ignore=tests/python/test_delta_sink.py
 
 # Throughput against Kafka's share consumer tool and Spark's own Kafka source (docs/performance.md).
@@ -69,7 +79,7 @@ $(DELTA_JARS): versions.properties
 	rm -rf target/delta && mkdir -p target/delta
 	for a in delta-spark_2.13 delta-storage; do \
 		mvn -q dependency:copy -Dartifact=io.delta:$$a:$(delta) -DoutputDirectory=target/delta || exit 1; done
-	ls $(CURDIR)/target/delta/*.jar | paste -sd, - > $@
+	jars=$$(ls $(CURDIR)/target/delta/*.jar) && [ -n "$$jars" ] && echo $$jars | tr ' ' , > $@
 
 $(VENV_OLDEST)/installed-wheel: $(WHEEL) $(HARNESS) versions.properties
 	python3 -m venv $(VENV_OLDEST)
@@ -95,8 +105,21 @@ longrun: $(VENV)/installed-wheel target/bench/tools.classpath
 target/bench/tools.classpath: $(HARNESS_SOURCES)
 	$(SBT) harness/fetchBenchTools
 
+# Types of the package, the tests, the benchmarks and the demo (tests/mypy.ini: as strict as the package).
 typecheck: $(VENV)/installed-tools
 	$(PY) -m mypy --strict python/src/spark_kafka_share
+	cd tests/python && ../../$(PY) -m mypy --config-file ../mypy.ini .
+	cd tests/bench && MYPYPATH=../python ../../$(PY) -m mypy --config-file ../mypy.ini .
+	cd python/examples && MYPYPATH=../../tests/python ../../$(PY) -m mypy --config-file ../../tests/mypy.ini .
+
+# Python lint and format (ruff.toml); `make format` rewrites what `make lint` would refuse.
+lint: $(VENV)/installed-tools
+	$(PY) -m ruff check python tests
+	$(PY) -m ruff format --check python tests
+
+format: $(VENV)/installed-tools
+	$(PY) -m ruff check --fix python tests
+	$(PY) -m ruff format python tests
 
 build: $(JAR) $(HARNESS)
 
@@ -130,7 +153,7 @@ $(VENV)/installed-wheel: $(WHEEL) $(HARNESS)
 
 $(VENV)/installed-tools: versions.properties
 	python3 -m venv $(VENV)
-	$(PY) -m pip install --quiet pyspark==$(pyspark) pytest==$(pytest) pytest-xdist==$(pytest-xdist) mypy==$(mypy) build==$(build) \
+	$(PY) -m pip install --quiet pyspark==$(pyspark) pytest==$(pytest) pytest-xdist==$(pytest-xdist) mypy==$(mypy) ruff==$(ruff) build==$(build) \
 		setuptools==$(setuptools) twine==$(twine) pandas==$(pandas) pyarrow==$(pyarrow) grpcio==$(grpcio) \
 		grpcio-status==$(grpcio-status) googleapis-common-protos==$(googleapis-common-protos) zstandard==$(zstandard) \
 		matplotlib==$(matplotlib)

@@ -7,7 +7,9 @@ from pathlib import Path
 import matplotlib
 
 matplotlib.use("Agg")  # no display: files only
-import matplotlib.pyplot as plt  # noqa: E402
+import matplotlib.pyplot as plt
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
 
 IMAGES = Path(__file__).resolve().parents[2] / "docs" / "images"
 
@@ -27,8 +29,7 @@ def bars(name: str, title: str, ylabel: str, series: dict[str, list[float]], lab
     return save(figure, axes, name, title, note)
 
 
-def lines(name: str, title: str, xlabel: str, ylabel: str, series: dict[str, tuple[list[float], list[float]]],
-          note: str) -> Path:
+def lines(name: str, title: str, xlabel: str, ylabel: str, series: dict[str, tuple[list[float], list[float]]], note: str) -> Path:
     """One line per series of (x, y) points (records/s by parallelism, say)."""
     figure, axes = plt.subplots(figsize=(8, 4.5))
     for serie, (xs, ys) in series.items():
@@ -41,7 +42,7 @@ def lines(name: str, title: str, xlabel: str, ylabel: str, series: dict[str, tup
     return save(figure, axes, name, title, note)
 
 
-def save(figure: plt.Figure, axes: plt.Axes, name: str, title: str, note: str) -> Path:
+def save(figure: Figure, axes: Axes, name: str, title: str, note: str) -> Path:
     axes.set_title(title, fontsize=11)
     axes.grid(axis="y", alpha=0.3)
     figure.text(0.01, 0.01, note, fontsize=7, color="dimgray")

@@ -27,8 +27,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests" / "python"))
 
-from bench import spark_read  # noqa: E402
-from harness import Broker, broker_versions  # noqa: E402
+from bench import spark_read
+
+from harness import Broker, broker_versions
 
 # A batch's files: offsets/N and commits/N (with Hadoop's .N.crc), and the acquisition log's folder N.
 BATCH_FILE = re.compile(r"^(?:offsets|commits)/\.?(\d+)(?:\.crc)?$|^sources/\d+/acquisitions/(\d+)/")
@@ -66,29 +67,50 @@ def main() -> None:
             broker.create_topic(topic, args.partitions)
             broker.produce(topic, records, 100)
             checkpoint = work / f"chk-{size}-{args.strategy}"
-            result = spark_read({"bootstrap": broker.bootstrap, "topic": topic, "records": records, "source": "kafka-share",
-                                 "group": f"cost-{size}-{args.strategy}", "parallelism": args.parallelism, "strategy": args.strategy,
-                                 "checkpoint": str(checkpoint), "master": f"local[{args.parallelism}]", "measure_heap": True,
-                                 "options": {"maxRecordsPerTrigger": size}})
-            metrics: list[dict[str, str]] = result["source_metrics"]  # type: ignore[assignment]
-            heap: dict[str, int] = result["heap"]  # type: ignore[assignment]
+            result = spark_read(
+                {
+                    "bootstrap": broker.bootstrap,
+                    "topic": topic,
+                    "records": records,
+                    "source": "kafka-share",
+                    "group": f"cost-{size}-{args.strategy}",
+                    "parallelism": args.parallelism,
+                    "strategy": args.strategy,
+                    "checkpoint": str(checkpoint),
+                    "master": f"local[{args.parallelism}]",
+                    "measure_heap": True,
+                    "options": {"maxRecordsPerTrigger": size},
+                }
+            )
+            metrics: list[dict[str, str]] = result["source_metrics"]
+            heap: dict[str, int] = result["heap"]
             per_batch = bytes_per_batch(checkpoint)
             steady = [b for b in per_batch if b > 0]
-            mean = lambda key: sum(per_batch[b][key] for b in steady) / max(len(steady), 1)  # noqa: E731
+
+            def mean(key: str, per_batch: dict[int, dict[str, int]] = per_batch, steady: list[int] = steady) -> float:
+                return sum(per_batch[b][key] for b in steady) / max(len(steady), 1)
+
             steady_bytes = mean("spark") + mean("acquisitions")
             created = [int(m.get("consumersCreatedTotal", "0")) for m in metrics]
-            pinned_after_first = int(result["measured_records"])  # type: ignore[call-overload]
-            rows.append({
-                "batch records": size, "batches": len(metrics), "records/s": result["records_per_s"],
-                "checkpoint bytes/batch": round(steady_bytes),
-                "of which Spark's offset+commit logs": round(mean("spark")),
-                "acquisition log files/batch": round(mean("acquisition files"), 1),
-                "checkpoint bytes/record": round(steady_bytes / size, 2),
-                "consumers created in batch 0": created[0] if created else 0,
-                "consumers created/batch after": round((created[-1] - created[0]) / max(len(created) - 1, 1), 2),
-                "heap MB after batch 0": round(heap["after_first_batch"] / 2**20, 1),
-                "heap MB at end": round(heap["at_end"] / 2**20, 1),
-                "heap bytes/pinned record": round((heap["at_end"] - heap["after_first_batch"]) / max(pinned_after_first, 1), 1)})
+            pinned_after_first = int(result["measured_records"])
+            rows.append(
+                {
+                    "batch records": size,
+                    "batches": len(metrics),
+                    "records/s": result["records_per_s"],
+                    "checkpoint bytes/batch": round(steady_bytes),
+                    "of which Spark's offset+commit logs": round(mean("spark")),
+                    "acquisition log files/batch": round(mean("acquisition files"), 1),
+                    "checkpoint bytes/record": round(steady_bytes / size, 2),
+                    "consumers created in batch 0": created[0] if created else 0,
+                    "consumers created/batch after": round((created[-1] - created[0]) / max(len(created) - 1, 1), 2),
+                    "heap MB after batch 0": round(heap["after_first_batch"] / 2**20, 1),
+                    "heap MB at end": round(heap["at_end"] / 2**20, 1),
+                    "heap bytes/pinned record": round(
+                        (heap["at_end"] - heap["after_first_batch"]) / max(pinned_after_first, 1), 1
+                    ),
+                }
+            )
             print(rows[-1], flush=True)
         print(f"\n{args.partitions} partitions, parallelism {args.parallelism}, {args.strategy}, {args.batches} batches each\n")
         print("| " + " | ".join(rows[0]) + " |\n|" + "---:|" * len(rows[0]))

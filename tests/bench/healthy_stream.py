@@ -43,15 +43,29 @@ def main() -> None:
     try:
         broker.create_topic("events", 2)
         broker.group_config("events-processing", {"share.auto.offset.reset": "earliest"})
-        producer = threading.Thread(target=harness, args=("produce-rate", broker.bootstrap, "events", str(args.rate),
-                                                          str(args.seconds)), kwargs={"timeout": args.seconds + 300})
+        producer = threading.Thread(
+            target=harness,
+            args=("produce-rate", broker.bootstrap, "events", str(args.rate), str(args.seconds)),
+            kwargs={"timeout": args.seconds + 300},
+        )
         spark = spark_kafka_share.configure(SparkSession.builder.master("local[4]")).getOrCreate()
         spark.sparkContext.setLogLevel("ERROR")
-        options = KafkaShareOptions(bootstrap_servers=broker.bootstrap, group_id="events-processing", subscribe=["events"],
-                                    strategy="checkpoint-dedup", parallelism=4)
-        query = (spark.readStream.format("kafka-share").options(**options.to_dict()).load()
-                 .writeStream.format("noop").option("checkpointLocation", str(work / "checkpoint"))
-                 .trigger(processingTime="1 second").start())
+        options = KafkaShareOptions(
+            bootstrap_servers=broker.bootstrap,
+            group_id="events-processing",
+            subscribe=["events"],
+            strategy="checkpoint-dedup",
+            parallelism=4,
+        )
+        query = (
+            spark.readStream.format("kafka-share")
+            .options(**options.to_dict())
+            .load()
+            .writeStream.format("noop")
+            .option("checkpointLocation", str(work / "checkpoint"))
+            .trigger(processingTime="1 second")
+            .start()
+        )
         producer.start()
         events: dict[int, dict[str, object]] = {}
         until = time.time() + args.seconds + 15
@@ -78,8 +92,13 @@ def draw(progress: list[dict[str, object]], out: Path, rate: int) -> None:
     rows.set_ylabel("rows / s")
     rows.legend(loc="upper right")
     rows.set_title("A healthy kafka-share stream (checkpoint-dedup, 4 consumers, 2 partitions)")
-    for name in ("recordsAcquiredTotal", "recordsAcceptedTotal", "recordsReleasedTotal", "recordsReplayedTotal",
-                 "redeliveriesDroppedTotal"):
+    for name in (
+        "recordsAcquiredTotal",
+        "recordsAcceptedTotal",
+        "recordsReleasedTotal",
+        "recordsReplayedTotal",
+        "redeliveriesDroppedTotal",
+    ):
         totals.plot(t, [int(m.get(name, 0)) for m in metrics], label=name)
     totals.set_ylabel("records since start")
     totals.legend(loc="upper left", fontsize="small")
@@ -95,6 +114,7 @@ def draw(progress: list[dict[str, object]], out: Path, rate: int) -> None:
 
 def _seconds(timestamp: str) -> float:
     from datetime import datetime
+
     return datetime.fromisoformat(timestamp.replace("Z", "+00:00")).timestamp()
 
 

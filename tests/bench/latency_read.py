@@ -18,8 +18,11 @@ from pyspark.sql import functions as F
 import spark_kafka_share
 
 config = json.loads(sys.argv[1])
-builder = SparkSession.builder.master(f"local[{max(2, int(config['parallelism']))}]").config("spark.ui.enabled", "false") \
+builder = (
+    SparkSession.builder.master(f"local[{max(2, int(config['parallelism']))}]")
+    .config("spark.ui.enabled", "false")
     .config("spark.sql.shuffle.partitions", "2")
+)
 if config["source"] == "kafka-share":
     builder = spark_kafka_share.configure(builder)
 else:
@@ -27,11 +30,20 @@ else:
 spark = builder.getOrCreate()
 spark.sparkContext.setLogLevel("ERROR")
 
-reader = spark.readStream.format(config["source"]).option("kafka.bootstrap.servers", config["bootstrap"]) \
-    .option("subscribe", config["topic"]).option("startingOffsets", "latest")
+reader = (
+    spark.readStream.format(config["source"])
+    .option("kafka.bootstrap.servers", config["bootstrap"])
+    .option("subscribe", config["topic"])
+    .option("startingOffsets", "latest")
+)
 if config["source"] == "kafka-share":
-    reader = reader.options(**{"kafka.share.group.id": config["group"], "kafka.share.parallelism": str(config["parallelism"]),
-                               "kafka.share.exactly.once.strategy": "checkpoint-dedup"})
+    reader = reader.options(
+        **{
+            "kafka.share.group.id": config["group"],
+            "kafka.share.parallelism": str(config["parallelism"]),
+            "kafka.share.exactly.once.strategy": "checkpoint-dedup",
+        }
+    )
 else:
     reader = reader.option("minPartitions", str(config["parallelism"]))
 
@@ -49,8 +61,13 @@ def measure(batch: DataFrame, batch_id: int) -> None:
         latencies.extend(done - t for t in stamps)
 
 
-query = reader.load().writeStream.foreachBatch(measure).option("checkpointLocation", config["checkpoint"]) \
-    .trigger(processingTime="0 seconds").start()
+query = (
+    reader.load()
+    .writeStream.foreachBatch(measure)
+    .option("checkpointLocation", config["checkpoint"])
+    .trigger(processingTime="0 seconds")
+    .start()
+)
 deadline = time.time() + 120
 while not first_rows and time.time() < deadline:
     time.sleep(0.5)

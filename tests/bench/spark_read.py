@@ -16,14 +16,19 @@ import json
 import sys
 import time
 from datetime import datetime
+from typing import Any
 
 from pyspark.sql import SparkSession
 
 import spark_kafka_share
 
 config = json.loads(sys.argv[1])
-builder = SparkSession.builder.master(config.get("master", "local[2]")).config("spark.ui.enabled", "false") \
-    .config("spark.sql.shuffle.partitions", "2").config("spark.sql.streaming.numRecentProgressUpdates", "100000")
+builder = (
+    SparkSession.builder.master(config.get("master", "local[2]"))
+    .config("spark.ui.enabled", "false")
+    .config("spark.sql.shuffle.partitions", "2")
+    .config("spark.sql.streaming.numRecentProgressUpdates", "100000")
+)
 if config.get("driver_java_options"):  # a profiler, for example (docs/performance.md)
     builder = builder.config("spark.driver.extraJavaOptions", config["driver_java_options"])
 if config["source"] == "kafka-share":
@@ -33,11 +38,20 @@ else:
 spark = builder.getOrCreate()
 spark.sparkContext.setLogLevel(config.get("log_level", "ERROR"))
 
-reader = spark.readStream.format(config["source"]).option("kafka.bootstrap.servers", config["bootstrap"]) \
-    .option("subscribe", config["topic"]).option("startingOffsets", "earliest")
+reader = (
+    spark.readStream.format(config["source"])
+    .option("kafka.bootstrap.servers", config["bootstrap"])
+    .option("subscribe", config["topic"])
+    .option("startingOffsets", "earliest")
+)
 if config["source"] == "kafka-share":
-    reader = reader.options(**{"kafka.share.group.id": config["group"], "kafka.share.parallelism": str(config["parallelism"]),
-                               "kafka.share.exactly.once.strategy": config["strategy"]})
+    reader = reader.options(
+        **{
+            "kafka.share.group.id": config["group"],
+            "kafka.share.parallelism": str(config["parallelism"]),
+            "kafka.share.exactly.once.strategy": config["strategy"],
+        }
+    )
 else:
     reader = reader.option("minPartitions", str(config["parallelism"]))
 for key, value in (config.get("options") or {}).items():
@@ -58,23 +72,34 @@ elif config.get("work_ms"):
         return len(value)
 
     frame = frame.select(work("value").alias("work"))
-query = frame.writeStream.format("noop").option("checkpointLocation", config["checkpoint"]) \
-    .trigger(processingTime="0 seconds").start()
+query = (
+    frame.writeStream.format("noop")
+    .option("checkpointLocation", config["checkpoint"])
+    .trigger(processingTime="0 seconds")
+    .start()
+)
 
-def batch_end(progress: dict) -> float:  # type: ignore[type-arg]
+
+def batch_end(progress: dict[str, Any]) -> float:
     started = datetime.fromisoformat(progress["timestamp"].replace("Z", "+00:00")).timestamp()
-    return started + progress["durationMs"]["triggerExecution"] / 1000
+    return started + float(progress["durationMs"]["triggerExecution"]) / 1000
 
 
 def heap_after_gc() -> int:
     """Heap in use after a full collection, in this app's JVM (local mode: the driver and the executor)."""
-    jvm = spark._jvm  # type: ignore[attr-defined]
+    jvm = spark._jvm
+    assert jvm is not None
     jvm.java.lang.System.gc()
     return int(jvm.java.lang.management.ManagementFactory.getMemoryMXBean().getHeapMemoryUsage().getUsed())
 
 
 deadline = time.time() + float(config.get("timeout_s", 900))
-read = lambda: [p for p in query.recentProgress if p["numInputRows"] > 0]  # noqa: E731
+
+
+def read() -> list[dict[str, Any]]:
+    return [p for p in query.recentProgress if p["numInputRows"] > 0]
+
+
 heap: dict[str, int] = {}
 while sum(p["numInputRows"] for p in read()) < config["records"] and time.time() < deadline and query.isActive:
     if config.get("measure_heap") and "after_first_batch" not in heap and read():
@@ -92,9 +117,21 @@ seconds = max(batch_end(batches[-1]) - batch_end(batches[0]), 1e-9) if batches e
 # Where a measured batch's time went (Spark's durationMs: latestOffset, walCommit, addBatch, commitOffsets...).
 phases = sorted({k for p in batches[1:] for k in p["durationMs"]})
 median_ms = {k: sorted(p["durationMs"].get(k, 0) for p in batches[1:])[len(batches[1:]) // 2] for k in phases}
-print(json.dumps({"records": total, "measured_records": measured, "seconds": round(seconds, 3),
-                  "records_per_s": round(measured / seconds) if measured else 0, "batches": len(batches),
-                  "median_batch_ms": median_ms,
-                  **({"heap": heap, "source_metrics": [b["sources"][0].get("metrics", {}) for b in batches]}
-                     if config.get("measure_heap") else {})}))
+print(
+    json.dumps(
+        {
+            "records": total,
+            "measured_records": measured,
+            "seconds": round(seconds, 3),
+            "records_per_s": round(measured / seconds) if measured else 0,
+            "batches": len(batches),
+            "median_batch_ms": median_ms,
+            **(
+                {"heap": heap, "source_metrics": [b["sources"][0].get("metrics", {}) for b in batches]}
+                if config.get("measure_heap")
+                else {}
+            ),
+        }
+    )
+)
 spark.stop()

@@ -61,8 +61,10 @@ class Cell:
 
     def row(self) -> str:
         recover = "-" if self.recover_s is None else f"{self.recover_s:.1f}"
-        return (f"| {self.failure} | {self.strategy} | {self.produced} | {self.landed} | {self.lost} | {self.doubled} "
-                f"| {recover} | {self.detail} |")
+        return (
+            f"| {self.failure} | {self.strategy} | {self.produced} | {self.landed} | {self.lost} | {self.doubled} "
+            f"| {recover} | {self.detail} |"
+        )
 
     def problems(self) -> list[str]:
         """The suite's requirements: nothing lost anywhere, nothing doubled with exactly-once strategies."""
@@ -74,8 +76,10 @@ class Cell:
         return found
 
 
-TABLE_HEADER = ("| failure | strategy | produced | landed | lost | doubled | seconds to recover | detail |\n"
-                "|---|---|---:|---:|---:|---:|---:|---|")
+TABLE_HEADER = (
+    "| failure | strategy | produced | landed | lost | doubled | seconds to recover | detail |\n"
+    "|---|---|---:|---:|---:|---:|---:|---|"
+)
 
 
 def run_cell(broker: Broker, work: Path, failure: str, strategy: str, seed: int, records: int = 4000) -> Cell:
@@ -94,21 +98,33 @@ def run_cell(broker: Broker, work: Path, failure: str, strategy: str, seed: int,
         # Half now, half while the query runs (20 s at a steady rate): the failure strikes mid-stream.
         broker.produce(topic, records // 2)
         rate = max(10, (records - records // 2) // 20 // 10 * 10)
-        upstream = threading.Thread(target=harness, args=("produce-rate", broker.bootstrap, topic, str(rate), "20",
-                                                          str(records // 2)), kwargs={"timeout": 400})
+        upstream = threading.Thread(
+            target=harness,
+            args=("produce-rate", broker.bootstrap, topic, str(rate), "20", str(records // 2)),
+            kwargs={"timeout": 400},
+        )
         upstream.start()
         records = records // 2 + rate * 20
     else:
         broker.produce(topic, records)
     config: dict[str, object] = {
-        "bootstrap": broker.bootstrap, "topic": topic, "group": group, "strategy": strategy, "parallelism": 2,
-        "checkpoint": str(work / "checkpoint"), "sink": str(work / "sink"), "marker": str(work / "injected"),
-        "expected": records, "timeout_s": 240, "failure": failure,
+        "bootstrap": broker.bootstrap,
+        "topic": topic,
+        "group": group,
+        "strategy": strategy,
+        "parallelism": 2,
+        "checkpoint": str(work / "checkpoint"),
+        "sink": str(work / "sink"),
+        "marker": str(work / "injected"),
+        "expected": records,
+        "timeout_s": 240,
+        "failure": failure,
         # At least five batches, so that the failure can strike any of batches 1 to 3, with several
         # polls (parts) per read task where the strategy allows it: tasks of 400 records, polls of
         # about 150 (max.poll.records plus the rest of the record batch a poll ends in).
         "options": {"kafka.max.poll.records": 150, "maxRecordsPerTrigger": 800},
-        "failure_batch": rng.randint(1, 3), "inject_after_s": round(rng.uniform(0.0, 2.0), 1),
+        "failure_batch": rng.randint(1, 3),
+        "inject_after_s": round(rng.uniform(0.0, 2.0), 1),
     }
     where = f"batch {config['failure_batch']}"
     if failure in ("F3", "F6", "F7"):
@@ -145,9 +161,8 @@ def run_cell(broker: Broker, work: Path, failure: str, strategy: str, seed: int,
     mismatch = Path(f"{config['sink']}.replay-mismatch")
     if mismatch.exists():
         raise AssertionError(f"{failure}/{strategy}: two reads of one batch differed: {mismatch.read_text()}")
-    rows, distinct = int(result["rows"]), int(result["distinct"])  # type: ignore[call-overload]
-    return Cell(failure, strategy, records, rows, records - distinct, rows - distinct,
-                _seconds_to_recover(work), where)
+    rows, distinct = int(result["rows"]), int(result["distinct"])
+    return Cell(failure, strategy, records, rows, records - distinct, rows - distinct, _seconds_to_recover(work), where)
 
 
 def _seconds_to_recover(work: Path) -> float | None:
@@ -164,11 +179,32 @@ def _seconds_to_recover(work: Path) -> float | None:
 def _console_share_consumer(broker: Broker, topic: str, group: str, max_messages: int) -> list[str]:
     """Kafka's own kafka-console-share-consumer (kafka-tools), as its own process: the keys it received."""
     classpath = (ROOT / "target" / "bench" / "tools.classpath").read_text().strip()
-    done = subprocess.run(["java", "-Xmx256m", "-cp", classpath, "org.apache.kafka.tools.consumer.ConsoleShareConsumer",
-                           "--bootstrap-server", broker.bootstrap, "--topic", topic, "--group", group,
-                           "--property", "print.key=true", "--property", "print.value=false",
-                           "--max-messages", str(max_messages), "--timeout-ms", "20000"],
-                          capture_output=True, text=True, timeout=180)
+    done = subprocess.run(
+        [
+            "java",
+            "-Xmx256m",
+            "-cp",
+            classpath,
+            "org.apache.kafka.tools.consumer.ConsoleShareConsumer",
+            "--bootstrap-server",
+            broker.bootstrap,
+            "--topic",
+            topic,
+            "--group",
+            group,
+            "--property",
+            "print.key=true",
+            "--property",
+            "print.value=false",
+            "--max-messages",
+            str(max_messages),
+            "--timeout-ms",
+            "20000",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
     return [line.strip() for line in done.stdout.splitlines() if line.strip().isdigit()]
 
 
@@ -176,9 +212,18 @@ def _shared_group(broker: Broker, work: Path, config: dict[str, object], rng: ra
     """F9: two queries share the group with Kafka's console share consumer, all started together."""
     queries = []
     for q in ("a", "b"):
-        queries.append({**config, "checkpoint": str(work / f"checkpoint-{q}"), "sink": str(work / f"sink-{q}"),
-                        "status_file": str(work / f"status-{q}"), "until_file": str(work / "enough"),
-                        "report_keys": True, "failure": "none", "marker": str(work / f"marker-{q}")})
+        queries.append(
+            {
+                **config,
+                "checkpoint": str(work / f"checkpoint-{q}"),
+                "sink": str(work / f"sink-{q}"),
+                "status_file": str(work / f"status-{q}"),
+                "until_file": str(work / "enough"),
+                "report_keys": True,
+                "failure": "none",
+                "marker": str(work / f"marker-{q}"),
+            }
+        )
     processes = [start_spark("share_stream.py", json.dumps(q)) for q in queries]
     statuses = [Path(str(q["status_file"])) for q in queries]
 
@@ -187,8 +232,11 @@ def _shared_group(broker: Broker, work: Path, config: dict[str, object], rng: ra
 
     # Kafka's console share consumer joins with the queries and takes a seeded number of records.
     outside: list[str] = []
-    console = threading.Thread(target=lambda: outside.extend(
-        _console_share_consumer(broker, str(config["topic"]), str(config["group"]), rng.randint(100, records // 4))))
+    console = threading.Thread(
+        target=lambda: outside.extend(
+            _console_share_consumer(broker, str(config["topic"]), str(config["group"]), rng.randint(100, records // 4))
+        )
+    )
     console.start()
     deadline = time.time() + 240
     console.join(timeout=200)
@@ -197,20 +245,36 @@ def _shared_group(broker: Broker, work: Path, config: dict[str, object], rng: ra
     time.sleep(3)  # a record landing twice would show in these seconds
     (work / "enough").touch()
     results = [finish(p, timeout=120) for p in processes]
-    by_member = {"query a": list(results[0].get("keys", [])), "query b": list(results[1].get("keys", [])),  # type: ignore[call-overload]
-                 "console consumer": outside}
+    by_member = {
+        "query a": list(results[0].get("keys", [])),
+        "query b": list(results[1].get("keys", [])),
+        "console consumer": outside,
+    }
     everything = [k for keys in by_member.values() for k in keys]
     received = set(everything)
     detail = ", ".join(f"{member} {len(keys)}" for member, keys in by_member.items())
     # Where doubles are, they say who took a record twice: one member (a replay) or two (a lock that ran out).
     members = list(by_member)
-    overlaps = [f"{x} and {y} both {n}" for i, x in enumerate(members) for y in members[i + 1:]
-                if (n := len(set(by_member[x]) & set(by_member[y])))]
+    overlaps = [
+        f"{x} and {y} both {n}"
+        for i, x in enumerate(members)
+        for y in members[i + 1 :]
+        if (n := len(set(by_member[x]) & set(by_member[y])))
+    ]
     inside = [f"{m} twice {n}" for m, keys in by_member.items() if (n := len(keys) - len(set(keys)))]
     if overlaps or inside:
         detail += " (" + "; ".join(overlaps + inside) + ")"
-    return Cell("F9", str(config["strategy"]), records, len(everything), records - len(received & {str(i) for i in range(records)}),
-                len(everything) - len(received), None, detail)
+    landed_keys = received & {str(i) for i in range(records)}
+    return Cell(
+        "F9",
+        str(config["strategy"]),
+        records,
+        len(everything),
+        records - len(landed_keys),
+        len(everything) - len(received),
+        None,
+        detail,
+    )
 
 
 def print_table(cells: list[Cell], seed: int, out: Path | None) -> None:
@@ -260,8 +324,9 @@ def main() -> int:
     finally:
         broker.stop()
     print_table(cells, args.seed, out / "table.md")
-    problems = [p for c in cells for p in c.problems()] + [f"{c.failure}/{c.strategy}: {c.detail}" for c in cells
-                                                            if c.detail.startswith("ERROR")]
+    problems = [p for c in cells for p in c.problems()] + [
+        f"{c.failure}/{c.strategy}: {c.detail}" for c in cells if c.detail.startswith("ERROR")
+    ]
     for p in problems:
         print("FAILED:", p)
     return 1 if problems else 0

@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 import itertools
-import shutil
 import os
+import shutil
+from collections.abc import Generator, Iterator
 from pathlib import Path
-from typing import Iterator
 
 import pytest
 
 from harness import Broker, broker_versions
-from spark_runs import RESULTS, SPARK_LOGS, run_spark  # noqa: F401  (run_spark: for the tests)
+from spark_runs import COUNTS, SPARK_LOGS
 
 HERE = Path(__file__).resolve().parent
 _names = itertools.count()
@@ -34,24 +34,16 @@ def fresh_name() -> object:
     return lambda prefix: f"{prefix}-{os.getpid()}-{next(_names)}"
 
 
-@pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
     """A failing test shows the tail of each running broker's log."""
-    outcome = yield
-    report = outcome.get_result()
+    report = yield
     if report.failed:
         for b in _brokers:
             report.sections.append((f"broker {b.version} log ({b.log})", b.log_tail()))
-
-
-COUNTS = RESULTS / "delivery-counts.txt"
-
-
-def record_delivery_counts(line: str) -> None:
-    """One line per delivery test; workers of pytest-xdist append to the same file."""
-    COUNTS.parent.mkdir(parents=True, exist_ok=True)
-    with COUNTS.open("a") as f:
-        f.write(line + "\n")
+    return report
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -60,9 +52,22 @@ def pytest_configure(config: pytest.Config) -> None:
         shutil.rmtree(SPARK_LOGS, ignore_errors=True)
 
 
+# Seconds per test file, summed over its tests (set-up, call, tear-down), whichever worker ran them.
+_seconds_per_file: dict[str, float] = {}
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    file = report.nodeid.split("::")[0]
+    _seconds_per_file[file] = _seconds_per_file.get(file, 0.0) + report.duration
+
+
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
-    """Prints the produced/landed/lost/doubled line of every delivery test that ran."""
+    """Prints the produced/landed/lost/doubled line of every delivery test that ran, and where the time went."""
     if COUNTS.exists():
         terminalreporter.section("delivery counts")
         for line in sorted(COUNTS.read_text().splitlines()):
             terminalreporter.write_line(line)
+    if _seconds_per_file:
+        terminalreporter.section("seconds per test file (summed over tests; two workers share the wall clock)")
+        for file, seconds in sorted(_seconds_per_file.items(), key=lambda item: -item[1]):
+            terminalreporter.write_line(f"{seconds:8.1f}  {file}")

@@ -10,6 +10,7 @@ import json
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -31,8 +32,7 @@ def broker_versions() -> list[str]:
 def harness(*args: str, timeout: float = 180) -> str:
     """Runs one HarnessCli command and returns its standard output; raises with its stderr on failure."""
     classpath = (ROOT / "target" / "harness.classpath").read_text().strip()
-    command = ["java", f"-Dkafkashare.root={ROOT}", "-cp", classpath,
-               "io.github.kafkashare.testkit.HarnessCli", *args]
+    command = ["java", f"-Dkafkashare.root={ROOT}", "-cp", classpath, "io.github.kafkashare.testkit.HarnessCli", *args]
     done = subprocess.run(command, capture_output=True, text=True, timeout=timeout)
     if done.returncode != 0:
         raise RuntimeError(f"harness {' '.join(args)} failed ({done.returncode}):\n{done.stderr[-4000:]}")
@@ -90,18 +90,26 @@ class Broker:
 
     def produce(self, topic: str, count: int, value_bytes: int = 100, first_key: int = 0, bulk: bool = False) -> None:
         """Typical 16 KB producer batches, or 256 KB lz4 ones (`bulk`, for benchmarks): a poll returns whole batches."""
-        harness("produce", self.bootstrap, topic, str(count), str(value_bytes), str(first_key),
-                *(["bulk"] if bulk else []), timeout=400)
+        harness(
+            "produce",
+            self.bootstrap,
+            topic,
+            str(count),
+            str(value_bytes),
+            str(first_key),
+            *(["bulk"] if bulk else []),
+            timeout=400,
+        )
 
     def share_consume(self, group: str, topic: str, expected: int, timeout_ms: int = 60000) -> int:
         return int(harness("share-consume", self.bootstrap, group, topic, str(expected), str(timeout_ms)))
 
-    def read_topic(self, topic: str) -> list[dict[str, object]]:
+    def read_topic(self, topic: str) -> list[dict[str, Any]]:
         """Every record of a topic read with a plain consumer: key and headers (as strings)."""
         return [json.loads(line) for line in harness("read-topic", self.bootstrap, topic).splitlines() if line.strip()]
 
-    def group_state(self, group: str) -> dict[str, object]:
-        state: dict[str, object] = json.loads(harness("group-state", self.bootstrap, group))
+    def group_state(self, group: str) -> dict[str, Any]:
+        state: dict[str, Any] = json.loads(harness("group-state", self.bootstrap, group))
         return state
 
 
@@ -119,7 +127,8 @@ class Cluster(Broker):
         return self.directory / "node-1" / "broker.log"
 
     def start(self, share_groups: bool = True, secure: bool = False) -> Broker:
-        self.bootstrap = harness("start-cluster", self.version, str(self.directory), str(self.nodes), timeout=300).splitlines()[-1]
+        started = harness("start-cluster", self.version, str(self.directory), str(self.nodes), timeout=300)
+        self.bootstrap = started.splitlines()[-1]
         return self
 
     def stop(self) -> None:

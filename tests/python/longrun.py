@@ -116,13 +116,35 @@ def main() -> int:
     broker.create_topic(topic, 2)
     broker.group_config(group, {"share.record.lock.duration.ms": str(LOCK_MS), "share.auto.offset.reset": "earliest"})
     produced: list[int] = []
-    producer = threading.Thread(target=lambda: produced.append(int(harness(
-        "produce-rate", broker.bootstrap, topic, str(args.rate), str(args.minutes * 60), timeout=args.minutes * 60 + 600))))
+    producer = threading.Thread(
+        target=lambda: produced.append(
+            int(
+                harness(
+                    "produce-rate",
+                    broker.bootstrap,
+                    topic,
+                    str(args.rate),
+                    str(args.minutes * 60),
+                    timeout=args.minutes * 60 + 600,
+                )
+            )
+        )
+    )
     config: dict[str, object] = {
-        "bootstrap": broker.bootstrap, "topic": topic, "group": group, "strategy": args.strategy, "parallelism": 2,
-        "master": "local-cluster[2,1,1024]", "checkpoint": str(work / "checkpoint"), "sink": str(work / "sink"),
-        "status_file": str(work / "status"), "status_every_s": 20, "until_file": str(work / "enough"),
-        "pid_file": str(work / "driver.json"), "timeout_s": args.minutes * 60 + 900, "expected": 0,
+        "bootstrap": broker.bootstrap,
+        "topic": topic,
+        "group": group,
+        "strategy": args.strategy,
+        "parallelism": 2,
+        "master": "local-cluster[2,1,1024]",
+        "checkpoint": str(work / "checkpoint"),
+        "sink": str(work / "sink"),
+        "status_file": str(work / "status"),
+        "status_every_s": 20,
+        "until_file": str(work / "enough"),
+        "pid_file": str(work / "driver.json"),
+        "timeout_s": args.minutes * 60 + 900,
+        "expected": 0,
     }
     rows: list[str] = []
     try:
@@ -150,12 +172,16 @@ def main() -> int:
         result = finish(query.process, timeout=300)
     finally:
         broker.stop()
-    rows_landed, distinct = int(result["rows"]), int(result["distinct"])  # type: ignore[call-overload]
+    rows_landed, distinct = int(result["rows"]), int(result["distinct"])
     lost, doubled = total - distinct, rows_landed - distinct
-    print("\n| minute | driver live heap MB | executors live heap MB | landed so far | failure then |\n"
-          "|---:|---:|---|---:|---|\n" + "\n".join(rows))
-    print(f"\nproduced {total}, landed {rows_landed}, lost {lost}, doubled {doubled}; query started {query.starts} times; "
-          f"{len(rows) - 1} failures; seed {args.seed}")
+    print(
+        "\n| minute | driver live heap MB | executors live heap MB | landed so far | failure then |\n"
+        "|---:|---:|---|---:|---|\n" + "\n".join(rows)
+    )
+    print(
+        f"\nproduced {total}, landed {rows_landed}, lost {lost}, doubled {doubled}; query started {query.starts} times; "
+        f"{len(rows) - 1} failures; seed {args.seed}"
+    )
     bad = lost > 0 or (doubled > 0 and args.strategy in EXACTLY_ONCE)
     return 1 if bad else 0
 

@@ -12,11 +12,14 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any, cast
 
 HERE = Path(__file__).resolve().parent
 # A second run on another Spark (make test-compat) keeps its logs apart.
 RESULTS = HERE.parents[1] / os.environ.get("KAFKASHARE_RESULTS", "target/test-results")
 SPARK_LOGS = RESULTS / "spark-logs"
+# One line per delivery test, printed at the end of the run.
+COUNTS = RESULTS / "delivery-counts.txt"
 
 
 def _log_name(script: str) -> Path:
@@ -26,11 +29,12 @@ def _log_name(script: str) -> Path:
 
 def start_spark(script: str, *args: str) -> subprocess.Popen[str]:
     """Starts spark_apps/<script>; finish() waits for it and returns its JSON."""
-    return subprocess.Popen([sys.executable, str(HERE / "spark_apps" / script), *args],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        [sys.executable, str(HERE / "spark_apps" / script), *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
 
 
-def finish(process: subprocess.Popen[str], timeout: float = 300, killed: bool = False) -> dict[str, object]:
+def finish(process: subprocess.Popen[str], timeout: float = 300, killed: bool = False) -> dict[str, Any]:
     """Waits for a Spark application; with killed=True it must die by SIGKILL (an injected driver crash)."""
     try:
         stdout, stderr = process.communicate(timeout=timeout)
@@ -46,11 +50,19 @@ def finish(process: subprocess.Popen[str], timeout: float = 300, killed: bool = 
         assert process.returncode == -9, f"was to be killed, exited {process.returncode}:\n{stderr[-6000:]}"
         return {}
     if process.returncode != 0:
-        raise AssertionError(f"{' '.join(map(str, process.args))[-300:]} exited {process.returncode}:\n{stderr[-6000:]}")
-    result: dict[str, object] = json.loads(stdout.strip().splitlines()[-1])
+        command = " ".join(str(a) for a in cast(list[str], process.args))
+        raise AssertionError(f"{command[-300:]} exited {process.returncode}:\n{stderr[-6000:]}")
+    result: dict[str, Any] = json.loads(stdout.strip().splitlines()[-1])
     return result
 
 
-def run_spark(script: str, *args: str, timeout: float = 300, killed: bool = False) -> dict[str, object]:
+def run_spark(script: str, *args: str, timeout: float = 300, killed: bool = False) -> dict[str, Any]:
     """Runs spark_apps/<script> to its end and returns the JSON line it prints last."""
     return finish(start_spark(script, *args), timeout=timeout, killed=killed)
+
+
+def record_delivery_counts(line: str) -> None:
+    """One line per delivery test; workers of pytest-xdist append to the same file."""
+    COUNTS.parent.mkdir(parents=True, exist_ok=True)
+    with COUNTS.open("a") as f:
+        f.write(line + "\n")

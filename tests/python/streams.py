@@ -4,19 +4,19 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Callable
-
-from conftest import record_delivery_counts, run_spark
-from harness import Broker, broker_versions
+from typing import Any, Callable
 
 from chaos import EXACTLY_ONCE
+from harness import Broker, broker_versions
+from spark_runs import record_delivery_counts, run_spark
 
 NEWEST = broker_versions()[-1]
 RECORDS = 2000
 
 
-def prepare(broker: Broker, fresh_name: Callable[[str], str], partitions: int = 2, records: int = RECORDS,
-            lock_ms: int = 15000) -> tuple[str, str]:
+def prepare(
+    broker: Broker, fresh_name: Callable[[str], str], partitions: int = 2, records: int = RECORDS, lock_ms: int = 15000
+) -> tuple[str, str]:
     topic, group = fresh_name("orders"), fresh_name("spark")
     broker.create_topic(topic, partitions)
     # By default the shortest lock the broker allows, so records held by a killed driver come back quickly.
@@ -25,17 +25,26 @@ def prepare(broker: Broker, fresh_name: Callable[[str], str], partitions: int = 
     return topic, group
 
 
-def stream(broker: Broker, tmp: Path, topic: str, group: str, strategy: str, expected: int, **extra: object) -> dict[str, object]:
-    config = {"bootstrap": broker.bootstrap, "topic": topic, "group": group, "strategy": strategy,
-              "parallelism": 2, "checkpoint": str(tmp / "checkpoint"), "sink": str(tmp / "sink"),
-              "marker": str(tmp / "failed-once"), "expected": expected, "timeout_s": 150}
+def stream(broker: Broker, tmp: Path, topic: str, group: str, strategy: str, expected: int, **extra: object) -> dict[str, Any]:
+    config = {
+        "bootstrap": broker.bootstrap,
+        "topic": topic,
+        "group": group,
+        "strategy": strategy,
+        "parallelism": 2,
+        "checkpoint": str(tmp / "checkpoint"),
+        "sink": str(tmp / "sink"),
+        "marker": str(tmp / "failed-once"),
+        "expected": expected,
+        "timeout_s": 150,
+    }
     killed = bool(extra.pop("killed", False))
     config.update(extra)
     return run_spark("share_stream.py", json.dumps(config), timeout=400, killed=killed)
 
 
-def check(case: str, strategy: str, landed: dict[str, object], produced: int, tmp: Path) -> None:
-    rows, distinct = int(landed["rows"]), int(landed["distinct"])  # type: ignore[call-overload]
+def check(case: str, strategy: str, landed: dict[str, Any], produced: int, tmp: Path) -> None:
+    rows, distinct = int(landed["rows"]), int(landed["distinct"])
     lost, doubled = produced - distinct, rows - distinct
     record_delivery_counts(f"{case:4} {strategy:17} produced {produced:6} landed {rows:6} lost {lost:4} doubled {doubled:4}")
     assert lost == 0, f"{case}/{strategy}: {lost} records lost"

@@ -37,22 +37,22 @@ def damage_acquisitions(checkpoint: Path) -> None:
     (entry.parent / ".0.crc").unlink(missing_ok=True)
 
 
-CASES = {
-    "offset from a newer connector": (lambda c: damage_offset(c, lambda s: re.sub(r'"version":\d+', '"version":99', s)),
-                                      "offset of version 99, newer than this connector reads"),
-    "offset cut short": (lambda c: damage_offset(c, lambda s: s[: len(s) // 2]),
-                         "cannot read the kafka-share offset"),
+CASES: dict[str, tuple[Callable[[Path], None], str]] = {
+    "offset from a newer connector": (
+        lambda c: damage_offset(c, lambda s: re.sub(r'"version":\d+', '"version":99', s)),
+        "offset of version 99, newer than this connector reads",
+    ),
+    "offset cut short": (lambda c: damage_offset(c, lambda s: s[: len(s) // 2]), "cannot read the kafka-share offset"),
     "acquisition log entry garbled": (damage_acquisitions, "acquisition log file"),
 }
 
 
 @pytest.mark.parametrize("broker", [NEWEST], indirect=True, ids=[f"kafka-{NEWEST}"])
 @pytest.mark.parametrize("case", list(CASES))
-def test_damaged_checkpoint_fails_clearly(broker: Broker, fresh_name: Callable[[str], str], tmp_path: Path,
-                                          case: str) -> None:
+def test_damaged_checkpoint_fails_clearly(broker: Broker, fresh_name: Callable[[str], str], tmp_path: Path, case: str) -> None:
     topic, group = prepare(broker, fresh_name, records=600)
     first = stream(broker, tmp_path, topic, group, "checkpoint-dedup", 600, stop_after_batches=1)
-    assert int(first["rows"]) > 0, first  # type: ignore[call-overload]
+    assert int(first["rows"]) > 0, first
     damage, message = CASES[case]
     damage(tmp_path / "checkpoint")
     # New records, so that the restarted query plans a batch (planning is where it reads the checkpoint).

@@ -8,24 +8,26 @@ runs every cell (all failures x all strategies, plus a 3-node cluster) and print
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Callable
 
 import pytest
 
 from chaos import STRATEGIES, Cell, run_cell
-from conftest import record_delivery_counts
 from harness import Broker, broker_versions
+from spark_runs import record_delivery_counts
 
 NEWEST = broker_versions()[-1]
 SEED = 20261122  # CI strikes the same points every run; `make chaos` draws new ones
 # F1, F2, F4, F5, F8, F11 for every strategy; the slower F3, F6, F7, F9, F10 for the exactly-once ones.
-CELLS = ([(f, s) for f in ("F1", "F2", "F4", "F5", "F8", "F11") for s in STRATEGIES]
-         + [(f, s) for f in ("F3", "F6", "F7", "F9", "F10") for s in ("checkpoint-dedup", "two-phase-commit")])
+CELLS = [(f, s) for f in ("F1", "F2", "F4", "F5", "F8", "F11") for s in STRATEGIES] + [
+    (f, s) for f in ("F3", "F6", "F7", "F9", "F10") for s in ("checkpoint-dedup", "two-phase-commit")
+]
 
 
 def check(cell: Cell) -> None:
-    record_delivery_counts(f"{cell.failure:4} {cell.strategy:17} produced {cell.produced:6} landed {cell.landed:6} "
-                           f"lost {cell.lost:4} doubled {cell.doubled:4} recover {cell.recover_s} s ({cell.detail})")
+    record_delivery_counts(
+        f"{cell.failure:4} {cell.strategy:17} produced {cell.produced:6} landed {cell.landed:6} "
+        f"lost {cell.lost:4} doubled {cell.doubled:4} recover {cell.recover_s} s ({cell.detail})"
+    )
     assert not cell.problems(), cell.problems()
 
 

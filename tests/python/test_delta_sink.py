@@ -20,8 +20,9 @@ pytestmark = pytest.mark.parametrize("broker", [NEWEST], indirect=True, ids=[f"k
 
 
 @pytest.mark.parametrize("strategy", ["two-phase-commit", "checkpoint-dedup"])
-def test_foreach_batch_into_delta_survives_driver_crashes(broker: Broker, fresh_name: Callable[[str], str],
-                                                          tmp_path: Path, strategy: str) -> None:
+def test_foreach_batch_into_delta_survives_driver_crashes(
+    broker: Broker, fresh_name: Callable[[str], str], tmp_path: Path, strategy: str
+) -> None:
     jars = os.environ.get("KAFKASHARE_DELTA_JARS", "")
     assert jars, "KAFKASHARE_DELTA_JARS is not set: run this file through `make test-compat`, which fetches Delta"
     # The default lock (30 s): on 2 cores Delta's first batches on Spark 4.0 take 15 to 20 s, and a
@@ -30,11 +31,33 @@ def test_foreach_batch_into_delta_survives_driver_crashes(broker: Broker, fresh_
     shape = {"delta": True, "delta_jars": jars, "options": {"maxRecordsPerTrigger": 300}}
     # Killed after Delta has batch 2 and before Spark's commit log does: the restart runs batch 2 again
     # and Delta skips it (its txnVersion is there). Then twice at a moment.
-    stream(broker, tmp_path, topic, group, strategy, 3000, failure="F5", failure_batch=2,
-           marker=str(tmp_path / "crash-sink"), killed=True, **shape)
+    stream(
+        broker,
+        tmp_path,
+        topic,
+        group,
+        strategy,
+        3000,
+        failure="F5",
+        failure_batch=2,
+        marker=str(tmp_path / "crash-sink"),
+        killed=True,
+        **shape,
+    )
     for crash, after_s in enumerate((1.5, 3.0)):
-        stream(broker, tmp_path, topic, group, strategy, 3000, failure="F4r", inject_after_s=after_s,
-               marker=str(tmp_path / f"crash-{crash}"), killed=True, **shape)
+        stream(
+            broker,
+            tmp_path,
+            topic,
+            group,
+            strategy,
+            3000,
+            failure="F4r",
+            inject_after_s=after_s,
+            marker=str(tmp_path / f"crash-{crash}"),
+            killed=True,
+            **shape,
+        )
     landed = stream(broker, tmp_path, topic, group, strategy, 3000, timeout_s=240, **shape)
     check("dlt", strategy, landed, 3000, tmp_path)
     assert landed["restarts"] == 0, landed

@@ -10,28 +10,47 @@ import json
 import time
 from collections import Counter
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 import pytest
 
-from conftest import record_delivery_counts, run_spark
 from harness import Broker
-from spark_runs import finish, start_spark
+from spark_runs import finish, record_delivery_counts, run_spark, start_spark
 from streams import NEWEST
 
 pytestmark = pytest.mark.parametrize("broker", [NEWEST], indirect=True, ids=[f"kafka-{NEWEST}"])
 
 
-def run(broker: Broker, fresh_name: Callable[[str], str], tmp: Path, scenario: str, records: int,
-        lock_ms: int = 15000, **config: object) -> tuple[str, str, dict[str, object]]:
+def run(
+    broker: Broker,
+    fresh_name: Callable[[str], str],
+    tmp: Path,
+    scenario: str,
+    records: int,
+    lock_ms: int = 15000,
+    **config: object,
+) -> tuple[str, str, dict[str, Any]]:
     topic, group = fresh_name("explicit"), fresh_name("explicit-group")
     broker.create_topic(topic, 2)
     broker.group_config(group, {"share.record.lock.duration.ms": str(lock_ms)})
     broker.produce(topic, records)
-    result = run_spark("explicit_stream.py", json.dumps({
-        "bootstrap": broker.bootstrap, "topic": topic, "group": group, "scenario": scenario, "records": records,
-        "checkpoint": str(tmp / "checkpoint"), "sink": str(tmp / "sink"), "marker": str(tmp / "failed-once"),
-        **config}), timeout=400)
+    result = run_spark(
+        "explicit_stream.py",
+        json.dumps(
+            {
+                "bootstrap": broker.bootstrap,
+                "topic": topic,
+                "group": group,
+                "scenario": scenario,
+                "records": records,
+                "checkpoint": str(tmp / "checkpoint"),
+                "sink": str(tmp / "sink"),
+                "marker": str(tmp / "failed-once"),
+                **config,
+            }
+        ),
+        timeout=400,
+    )
     return topic, group, result
 
 
@@ -43,7 +62,7 @@ def nothing_left(broker: Broker, group: str, topic: str) -> int:
 def test_each_decision_is_carried_out_by_the_broker(broker: Broker, fresh_name: Callable[[str], str], tmp_path: Path) -> None:
     records = 60
     topic, group, result = run(broker, fresh_name, tmp_path, "decisions", records)
-    seen = Counter((k, dc) for k, dc, _ in result["seen"])  # type: ignore[union-attr, misc]
+    seen = Counter((k, dc) for k, dc, _ in result["seen"])
     rejected = [str(k) for k in range(records) if k % 3 == 0]
     released = [str(k) for k in range(records) if k % 3 == 1]
     defaulted = [str(k) for k in range(records) if k % 3 == 2]
@@ -53,7 +72,7 @@ def test_each_decision_is_carried_out_by_the_broker(broker: Broker, fresh_name: 
     assert all(seen[(k, 1)] == 1 and seen[(k, 2)] == 1 for k in released), seen
     # No decision: the default (accept), delivered once.
     assert all(seen[(k, 1)] == 1 and seen[(k, 2)] == 0 for k in defaulted), seen
-    landed = Counter(result["landed"])  # type: ignore[arg-type]
+    landed = Counter(result["landed"])
     assert sorted(landed) == sorted(released + defaulted) and set(landed.values()) == {1}, landed
     metrics = result["metrics"]
     assert isinstance(metrics, dict) and int(metrics["recordsRejectedTotal"]) == len(rejected), metrics
@@ -62,14 +81,21 @@ def test_each_decision_is_carried_out_by_the_broker(broker: Broker, fresh_name: 
 
 
 def test_a_poison_record_goes_to_the_dead_letter_topic_and_the_stream_goes_on(
-        broker: Broker, fresh_name: Callable[[str], str], tmp_path: Path) -> None:
+    broker: Broker, fresh_name: Callable[[str], str], tmp_path: Path
+) -> None:
     """F10: a record whose processing fails every time."""
     records = 100
     dead_letters = fresh_name("dlt")
     broker.create_topic(dead_letters, 1)
-    topic, group, result = run(broker, fresh_name, tmp_path, "poison", records,
-                               options={"kafka.share.maxDeliveries": 3, "kafka.share.deadLetterTopic": dead_letters})
-    poison_deliveries = sorted(dc for k, dc, _ in result["seen"] if k == "7")  # type: ignore[union-attr, misc]
+    topic, group, result = run(
+        broker,
+        fresh_name,
+        tmp_path,
+        "poison",
+        records,
+        options={"kafka.share.maxDeliveries": 3, "kafka.share.deadLetterTopic": dead_letters},
+    )
+    poison_deliveries = sorted(dc for k, dc, _ in result["seen"] if k == "7")
     assert poison_deliveries == [1, 2, 3], poison_deliveries  # emitted up to maxDeliveries, not after
     dlt = broker.read_topic(dead_letters)
     assert len(dlt) == 1 and dlt[0]["key"] == "7", dlt
@@ -77,11 +103,13 @@ def test_a_poison_record_goes_to_the_dead_letter_topic_and_the_stream_goes_on(
     assert isinstance(headers, dict)
     assert headers["kafka-share.origin.topic"] == topic and headers["kafka-share.origin.group"] == group
     assert headers["kafka-share.origin.deliveryCount"] == "4" and "kafka-share.origin.offset" in headers
-    landed = Counter(result["landed"])  # type: ignore[arg-type]
+    landed = Counter(result["landed"])
     others = {str(k) for k in range(records)} - {"7"}
     lost, doubled = len(others - set(landed)), sum(n - 1 for n in landed.values())
-    record_delivery_counts(f"F10 explicit+two-phase-commit  produced {records:6d} landed {len(landed):6d} "
-                           f"lost {lost:4d} doubled {doubled:4d} (1 poison record dead-lettered)")
+    record_delivery_counts(
+        f"F10 explicit+two-phase-commit  produced {records:6d} landed {len(landed):6d} "
+        f"lost {lost:4d} doubled {doubled:4d} (1 poison record dead-lettered)"
+    )
     assert set(landed) == others and doubled == 0, landed
     assert nothing_left(broker, group, topic) == 0
 
@@ -93,10 +121,11 @@ def test_a_failed_batch_in_explicit_mode_loses_nothing(broker: Broker, fresh_nam
     # docs/explicit-mode.md), and they wait in the group for the query's next batch, after this test.
     topic, group, result = run(broker, fresh_name, tmp_path, "fail-once", records, lock_ms=60000)
     assert result["restarts"] == 1
-    landed = Counter(result["landed"])  # type: ignore[arg-type]
+    landed = Counter(result["landed"])
     lost, doubled = records - len(landed), sum(n - 1 for n in landed.values())
-    record_delivery_counts(f"F2 explicit+two-phase-commit   produced {records:6d} landed {len(landed):6d} "
-                           f"lost {lost:4d} doubled {doubled:4d}")
+    record_delivery_counts(
+        f"F2 explicit+two-phase-commit   produced {records:6d} landed {len(landed):6d} lost {lost:4d} doubled {doubled:4d}"
+    )
     assert lost == 0 and doubled == 0
     assert nothing_left(broker, group, topic) == 0
 
@@ -109,7 +138,7 @@ def test_decisions_that_cannot_apply_are_refused(broker: Broker, fresh_name: Cal
     assert "unknown decision 'maybe'" in errors["unknown"] and "use accept, release or reject" in errors["unknown"]
     assert "which is not a record of batch" in errors["not in batch"]
     # The good decisions that followed were applied: everything landed once, nothing left.
-    assert Counter(result["landed"]) == Counter(str(k) for k in range(records))  # type: ignore[arg-type]
+    assert Counter(result["landed"]) == Counter(str(k) for k in range(records))
     assert nothing_left(broker, group, topic) == 0
 
 
@@ -122,9 +151,21 @@ def test_decisions_in_a_union_name_sparks_batch_id(broker: Broker, fresh_name: C
     broker.create_topic(topic, 2)
     # A lock long enough for a first batch that waits for its consumers to join on a loaded machine.
     broker.group_config(group, {"share.record.lock.duration.ms": "30000"})
-    query = start_spark("explicit_stream.py", json.dumps({
-        "bootstrap": broker.bootstrap, "topic": topic, "group": group, "scenario": "decisions", "records": records,
-        "checkpoint": str(tmp_path / "checkpoint"), "sink": str(tmp_path / "sink"), "union_rate": True}))
+    query = start_spark(
+        "explicit_stream.py",
+        json.dumps(
+            {
+                "bootstrap": broker.bootstrap,
+                "topic": topic,
+                "group": group,
+                "scenario": "decisions",
+                "records": records,
+                "checkpoint": str(tmp_path / "checkpoint"),
+                "sink": str(tmp_path / "sink"),
+                "union_rate": True,
+            }
+        ),
+    )
     commits = tmp_path / "checkpoint" / "commits"
     deadline = time.time() + 120
     # Batches of the rate stream alone (the kafka-share source has nothing) before any record exists.
@@ -137,38 +178,49 @@ def test_decisions_in_a_union_name_sparks_batch_id(broker: Broker, fresh_name: C
     broker.produce(topic, records)
     result = finish(query, timeout=400)
     assert result["restarts"] == 0, result
-    seen = Counter((k, dc) for k, dc, _ in result["seen"])  # type: ignore[union-attr, misc]
+    seen = Counter((k, dc) for k, dc, _ in result["seen"])
     released = [str(k) for k in range(records) if k % 3 == 1]
     # RELEASE applied after the batch committed (not before: the commit watcher waits for Spark's
     # commit of this very batch): each released record came back once, with delivery count 2.
     assert all(seen[(k, 1)] == 1 and seen[(k, 2)] == 1 for k in released), seen
     assert all(seen[(str(k), 2)] == 0 for k in range(records) if k % 3 != 1), seen
-    landed = Counter(result["landed"])  # type: ignore[arg-type]
+    landed = Counter(result["landed"])
     assert sorted(landed) == sorted(str(k) for k in range(records) if k % 3 != 0), landed
     assert nothing_left(broker, group, topic) == 0
 
 
 @pytest.mark.parametrize("strategy", ["two-phase-commit", "checkpoint-dedup"])
-def test_records_released_by_the_default_decision_come_back(broker: Broker, fresh_name: Callable[[str], str],
-                                                            tmp_path: Path, strategy: str) -> None:
+def test_records_released_by_the_default_decision_come_back(
+    broker: Broker, fresh_name: Callable[[str], str], tmp_path: Path, strategy: str
+) -> None:
     records = 100
-    topic, group, result = run(broker, fresh_name, tmp_path, "release-by-default", records, strategy=strategy,
-                               options={"kafka.share.acknowledgment.default": "release"})
-    seen = Counter((k, dc) for k, dc, _ in result["seen"])  # type: ignore[union-attr, misc]
+    topic, group, result = run(
+        broker,
+        fresh_name,
+        tmp_path,
+        "release-by-default",
+        records,
+        strategy=strategy,
+        options={"kafka.share.acknowledgment.default": "release"},
+    )
+    seen = Counter((k, dc) for k, dc, _ in result["seen"])
     keys = [str(k) for k in range(records)]
     assert all(seen[(k, 1)] == 1 and seen[(k, 2)] == 1 for k in keys), seen
-    landed = Counter(result["landed"])  # type: ignore[arg-type]
+    landed = Counter(result["landed"])
     lost, doubled = records - len(landed), sum(n - 1 for n in landed.values())
-    record_delivery_counts(f"dflt explicit+{strategy:17} produced {records:6d} landed {len(landed):6d} "
-                           f"lost {lost:4d} doubled {doubled:4d} (released by default, then accepted)")
+    record_delivery_counts(
+        f"dflt explicit+{strategy:17} produced {records:6d} landed {len(landed):6d} "
+        f"lost {lost:4d} doubled {doubled:4d} (released by default, then accepted)"
+    )
     assert lost == 0 and doubled == 0, landed
     assert nothing_left(broker, group, topic) == 0
 
 
-def test_acknowledge_may_be_the_first_action_on_the_batch(broker: Broker, fresh_name: Callable[[str], str],
-                                                          tmp_path: Path) -> None:
+def test_acknowledge_may_be_the_first_action_on_the_batch(
+    broker: Broker, fresh_name: Callable[[str], str], tmp_path: Path
+) -> None:
     records = 200
     topic, group, result = run(broker, fresh_name, tmp_path, "ack-first", records)
     assert result["restarts"] == 0, result
-    assert Counter(result["landed"]) == Counter(str(k) for k in range(records))  # type: ignore[arg-type]
+    assert Counter(result["landed"]) == Counter(str(k) for k in range(records))
     assert nothing_left(broker, group, topic) == 0

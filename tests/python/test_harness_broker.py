@@ -16,7 +16,7 @@ def test_share_group_reads_what_was_produced(broker: Broker, fresh_name: Callabl
     assert broker.share_consume(group, topic, expected=1, timeout_ms=4000) == 0
     state = broker.group_state(group)
     assert state["groupId"] == group and state["members"] == 0
-    assert sorted(p["partition"] for p in state["startOffsets"]) == [0, 1]  # type: ignore[union-attr,index]
+    assert sorted(p["partition"] for p in state["startOffsets"]) == [0, 1]
 
 
 def test_a_new_group_starts_at_the_end_unless_told_otherwise(broker: Broker, fresh_name: Callable[[str], str]) -> None:

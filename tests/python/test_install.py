@@ -21,6 +21,7 @@ import xml.etree.ElementTree as ElementTree
 import zipfile
 from email.parser import Parser
 from pathlib import Path
+from typing import Any
 
 import pyspark
 import pytest
@@ -44,12 +45,11 @@ def _topic_with_records(broker: Broker, name: str, records: int) -> dict[str, st
     return {"bootstrap": broker.bootstrap, "topic": name, "group": f"{name}-group"}
 
 
-def _run(command: list[str], work: Path, timeout: float = 400, env: dict[str, str] | None = None) -> dict[str, object]:
-    done = subprocess.run(command, capture_output=True, text=True, timeout=timeout, cwd=work,
-                          env={**os.environ, **(env or {})})
+def _run(command: list[str], work: Path, timeout: float = 400, env: dict[str, str] | None = None) -> dict[str, Any]:
+    done = subprocess.run(command, capture_output=True, text=True, timeout=timeout, cwd=work, env={**os.environ, **(env or {})})
     (work / "stderr.log").write_text(done.stderr)
     assert done.returncode == 0, f"{' '.join(command)[:300]} exited {done.returncode}:\n{done.stderr[-5000:]}"
-    result: dict[str, object] = json.loads(done.stdout.strip().splitlines()[-1])
+    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
     return result
 
 
@@ -71,7 +71,7 @@ def test_the_wheel_metadata_is_complete_and_twine_clean() -> None:
     assert meta["Requires-Python"] == ">=3.9"
     assert meta["License-Expression"] == "Apache-2.0"
     assert meta["Description-Content-Type"] == "text/markdown" and "kafka-share" in meta.get_payload()
-    assert 'pyspark>=4.0; extra == "pyspark"' in meta.get_all("Requires-Dist")
+    assert 'pyspark>=4.0; extra == "pyspark"' in (meta.get_all("Requires-Dist") or [])
     check = subprocess.run([sys.executable, "-m", "twine", "check", "--strict", str(WHEEL)], capture_output=True, text=True)
     assert check.returncode == 0 and "PASSED" in check.stdout, check.stdout + check.stderr
 
@@ -81,14 +81,17 @@ def test_pip_install_into_a_fresh_virtualenv_then_a_stream_defined_in_sql(broker
     env_dir = tmp_path / "venv"
     venv.create(env_dir, with_pip=True)
     python = str(env_dir / "bin" / "python")
-    install = subprocess.run([python, "-m", "pip", "install", "--quiet", f"pyspark=={pins()['pyspark']}", str(WHEEL)],
-                             capture_output=True, text=True, timeout=600)
+    install = subprocess.run(
+        [python, "-m", "pip", "install", "--quiet", f"pyspark=={pins()['pyspark']}", str(WHEEL)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert install.returncode == 0, install.stderr[-3000:]
     listed = subprocess.run([python, "-m", "pip", "list", "--format=json"], capture_output=True, text=True).stdout
     assert {p["name"].lower() for p in json.loads(listed)} >= {"pyspark", "spark-kafka-share"}
 
-    config = {**_topic_with_records(broker, f"install-pip-{os.getpid()}", 300), "work": str(tmp_path),
-              "sql": "orders_stream"}
+    config = {**_topic_with_records(broker, f"install-pip-{os.getpid()}", 300), "work": str(tmp_path), "sql": "orders_stream"}
     # Not the test's own interpreter: the fresh one, with the wheel's jar and helper.
     result = _run([python, str(APP), "wheel", json.dumps(config)], tmp_path, env={"PYSPARK_PYTHON": python})
     assert (result["rows"], result["distinct"]) == (300, 300)
@@ -105,10 +108,26 @@ def test_spark_submit_packages_from_the_published_maven_repository(broker: Broke
 
     config = {**_topic_with_records(broker, f"install-packages-{os.getpid()}", 300), "work": str(tmp_path)}
     ivy = tmp_path / "ivy"  # an empty Ivy home: the jar must come from the repository, not a cache
-    result = _run([str(SPARK_HOME / "bin" / "spark-submit"), "--master", "local[2]", "--packages", COORDINATES,
-                   "--repositories", MAVEN_REPO.as_uri(), "--conf", f"spark.jars.ivy={ivy}",
-                   "--conf", f"spark.sql.warehouse.dir={tmp_path / 'warehouse'}",
-                   str(APP), "packages", json.dumps(config)], tmp_path, env=_spark_env())
+    result = _run(
+        [
+            str(SPARK_HOME / "bin" / "spark-submit"),
+            "--master",
+            "local[2]",
+            "--packages",
+            COORDINATES,
+            "--repositories",
+            MAVEN_REPO.as_uri(),
+            "--conf",
+            f"spark.jars.ivy={ivy}",
+            "--conf",
+            f"spark.sql.warehouse.dir={tmp_path / 'warehouse'}",
+            str(APP),
+            "packages",
+            json.dumps(config),
+        ],
+        tmp_path,
+        env=_spark_env(),
+    )
     assert (result["rows"], result["distinct"]) == (300, 300)
     resolved = sorted(p.name for p in (ivy / "jars").iterdir())
     assert resolved == [f"io.github.kafkashare_spark-kafka-share_2.13-{VERSION}.jar"], resolved
@@ -119,20 +138,36 @@ def test_spark_connect_client_reads_through_a_local_connect_server(broker: Broke
     port = _free_port()
     server_log = tmp_path / "connect-server.log"
     with server_log.open("w") as log:
-        server = subprocess.Popen([str(SPARK_HOME / "bin" / "spark-submit"), "--master", "local[2]",
-                                   "--class", "org.apache.spark.sql.connect.service.SparkConnectServer",
-                                   "--jars", str(spark_kafka_share.jar_path()),
-                                   "--conf", f"spark.connect.grpc.binding.port={port}",
-                                   "--conf", f"spark.sql.warehouse.dir={tmp_path / 'warehouse'}"],
-                                  stdout=log, stderr=subprocess.STDOUT, cwd=tmp_path, env={**os.environ, **_spark_env()})
+        server = subprocess.Popen(
+            [
+                str(SPARK_HOME / "bin" / "spark-submit"),
+                "--master",
+                "local[2]",
+                "--class",
+                "org.apache.spark.sql.connect.service.SparkConnectServer",
+                "--jars",
+                str(spark_kafka_share.jar_path()),
+                "--conf",
+                f"spark.connect.grpc.binding.port={port}",
+                "--conf",
+                f"spark.sql.warehouse.dir={tmp_path / 'warehouse'}",
+            ],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            cwd=tmp_path,
+            env={**os.environ, **_spark_env()},
+        )
     try:
         until = time.time() + 120
         while "Spark Connect server started" not in server_log.read_text() and time.time() < until:
             assert server.poll() is None, f"the Connect server exited:\n{server_log.read_text()[-3000:]}"
             time.sleep(0.5)
         assert "Spark Connect server started" in server_log.read_text(), server_log.read_text()[-3000:]
-        config = {**_topic_with_records(broker, f"install-connect-{os.getpid()}", 300), "work": str(tmp_path),
-                  "remote": f"sc://localhost:{port}"}
+        config = {
+            **_topic_with_records(broker, f"install-connect-{os.getpid()}", 300),
+            "work": str(tmp_path),
+            "remote": f"sc://localhost:{port}",
+        }
         result = _run([sys.executable, str(APP), "connect", json.dumps(config)], tmp_path)
         assert (result["rows"], result["distinct"]) == (300, 300)
     finally:

@@ -6,36 +6,53 @@ from spark_kafka_share import KafkaShareOptions
 
 
 def test_to_dict_gives_the_source_option_names() -> None:
-    opts = KafkaShareOptions(bootstrap_servers="b:9092", group_id="g", subscribe=["a", "b"],
-                             strategy="two-phase-commit", parallelism=4, max_records_per_trigger=1000,
-                             starting_offsets="earliest", include_headers=True,
-                             kafka={"security.protocol": "SASL_SSL"})
+    opts = KafkaShareOptions(
+        bootstrap_servers="b:9092",
+        group_id="g",
+        subscribe=["a", "b"],
+        strategy="two-phase-commit",
+        parallelism=4,
+        max_records_per_trigger=1000,
+        starting_offsets="earliest",
+        include_headers=True,
+        kafka={"security.protocol": "SASL_SSL"},
+    )
     assert opts.to_dict() == {
-        "kafka.bootstrap.servers": "b:9092", "kafka.share.group.id": "g", "subscribe": "a,b",
-        "kafka.share.exactly.once.strategy": "two-phase-commit", "kafka.share.acknowledgment.mode": "implicit",
-        "kafka.share.parallelism": "4", "maxRecordsPerTrigger": "1000", "startingOffsets": "earliest",
-        "includeHeaders": "true", "failOnDataLoss": "true", "kafka.security.protocol": "SASL_SSL",
+        "kafka.bootstrap.servers": "b:9092",
+        "kafka.share.group.id": "g",
+        "subscribe": "a,b",
+        "kafka.share.exactly.once.strategy": "two-phase-commit",
+        "kafka.share.acknowledgment.mode": "implicit",
+        "kafka.share.parallelism": "4",
+        "maxRecordsPerTrigger": "1000",
+        "startingOffsets": "earliest",
+        "includeHeaders": "true",
+        "failOnDataLoss": "true",
+        "kafka.security.protocol": "SASL_SSL",
     }
     assert all(isinstance(v, str) for v in opts.to_dict().values())
 
 
-@pytest.mark.parametrize("kwargs,message", [
-    ({"subscribe": None}, "exactly one of subscribe"),
-    ({"subscribe_pattern": "o.*"}, "exactly one of subscribe"),
-    ({"subscribe": "orders"}, "list of topic names"),
-    ({"strategy": "exactly-once"}, "strategy must be one of none, idempotent"),
-    ({"parallelism": 0}, "parallelism must be a whole number"),
-    ({"parallelism": True}, "parallelism must be a whole number"),
-    ({"starting_offsets": "beginning"}, "'earliest' or 'latest'"),
-    ({"group_id": ""}, "group_id"),
-    ({"acknowledgment_mode": "auto"}, "'implicit' or 'explicit'"),
-    ({"acknowledgment_default": "release"}, "only with acknowledgment_mode='explicit'"),
-    ({"acknowledgment_mode": "explicit", "acknowledgment_default": "reject"}, "'accept' or 'release'"),
-    ({"dead_letter_topic": "dlt"}, "only with max_deliveries"),
-    ({"max_deliveries": 0}, "max_deliveries must be a whole number"),
-    ({"read_duration_ms": -1}, "read_duration_ms must be a whole number of at least 0"),
-    ({"read_duration_ms": 1.5}, "read_duration_ms must be a whole number"),
-])
+@pytest.mark.parametrize(
+    "kwargs,message",
+    [
+        ({"subscribe": None}, "exactly one of subscribe"),
+        ({"subscribe_pattern": "o.*"}, "exactly one of subscribe"),
+        ({"subscribe": "orders"}, "list of topic names"),
+        ({"strategy": "exactly-once"}, "strategy must be one of none, idempotent"),
+        ({"parallelism": 0}, "parallelism must be a whole number"),
+        ({"parallelism": True}, "parallelism must be a whole number"),
+        ({"starting_offsets": "beginning"}, "'earliest' or 'latest'"),
+        ({"group_id": ""}, "group_id"),
+        ({"acknowledgment_mode": "auto"}, "'implicit' or 'explicit'"),
+        ({"acknowledgment_default": "release"}, "only with acknowledgment_mode='explicit'"),
+        ({"acknowledgment_mode": "explicit", "acknowledgment_default": "reject"}, "'accept' or 'release'"),
+        ({"dead_letter_topic": "dlt"}, "only with max_deliveries"),
+        ({"max_deliveries": 0}, "max_deliveries must be a whole number"),
+        ({"read_duration_ms": -1}, "read_duration_ms must be a whole number of at least 0"),
+        ({"read_duration_ms": 1.5}, "read_duration_ms must be a whole number"),
+    ],
+)
 def test_invalid_options_fail_before_spark_sees_them(kwargs: dict[str, object], message: str) -> None:
     args: dict[str, object] = {"bootstrap_servers": "b:9092", "group_id": "g", "subscribe": ["t"]}
     args.update(kwargs)
@@ -44,8 +61,15 @@ def test_invalid_options_fail_before_spark_sees_them(kwargs: dict[str, object], 
 
 
 def test_explicit_mode_and_poison_options() -> None:
-    opts = KafkaShareOptions(bootstrap_servers="b:9092", group_id="g", subscribe=["a"], acknowledgment_mode="explicit",
-                             acknowledgment_default="release", max_deliveries=3, dead_letter_topic="dlt")
+    opts = KafkaShareOptions(
+        bootstrap_servers="b:9092",
+        group_id="g",
+        subscribe=["a"],
+        acknowledgment_mode="explicit",
+        acknowledgment_default="release",
+        max_deliveries=3,
+        dead_letter_topic="dlt",
+    )
     d = opts.to_dict()
     assert d["kafka.share.acknowledgment.mode"] == "explicit"
     assert d["kafka.share.acknowledgment.default"] == "release"
@@ -54,6 +78,7 @@ def test_explicit_mode_and_poison_options() -> None:
 
 def test_acknowledge_refuses_what_is_not_a_dataframe() -> None:
     from spark_kafka_share import acknowledge
+
     with pytest.raises(TypeError, match="takes a pyspark DataFrame"):
         acknowledge([("t", 0, 1, "accept")], 0, "g")  # type: ignore[arg-type]
 
@@ -61,5 +86,7 @@ def test_acknowledge_refuses_what_is_not_a_dataframe() -> None:
 def test_read_duration_zero_means_one_poll_and_is_passed_on() -> None:
     opts = KafkaShareOptions(bootstrap_servers="b:9092", group_id="g", subscribe=["a"], read_duration_ms=0)
     assert opts.to_dict()["kafka.share.read.duration.ms"] == "0"
-    assert "kafka.share.read.duration.ms" not in KafkaShareOptions(bootstrap_servers="b:9092", group_id="g",
-                                                                   subscribe=["a"]).to_dict()
+    assert (
+        "kafka.share.read.duration.ms"
+        not in KafkaShareOptions(bootstrap_servers="b:9092", group_id="g", subscribe=["a"]).to_dict()
+    )

@@ -6,8 +6,8 @@ import pytest
 from pyspark.sql import SparkSession
 
 import spark_kafka_share
-from conftest import run_spark
 from harness import pins
+from spark_runs import run_spark
 
 
 def test_version_comes_from_the_one_project_version() -> None:

@@ -3,8 +3,8 @@
 import pytest
 
 import spark_kafka_share
-from conftest import run_spark
 from harness import pins
+from spark_runs import run_spark
 
 
 @pytest.mark.parametrize("master,executors", [("local[2]", 0), ("local-cluster[2,1,1024]", 2)])

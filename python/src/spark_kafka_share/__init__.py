@@ -5,5 +5,17 @@ from spark_kafka_share.acknowledge import DECISIONS, Decision, acknowledge
 from spark_kafka_share.classpath import JarNotLoadedError, configure, jar_path
 from spark_kafka_share.options import AcknowledgmentMode, DefaultDecision, KafkaShareOptions, StartingOffsets, Strategy
 
-__all__ = ["__version__", "AcknowledgmentMode", "DECISIONS", "Decision", "DefaultDecision", "JarNotLoadedError",
-           "KafkaShareOptions", "StartingOffsets", "Strategy", "acknowledge", "configure", "jar_path"]
+__all__ = [
+    "__version__",
+    "AcknowledgmentMode",
+    "DECISIONS",
+    "Decision",
+    "DefaultDecision",
+    "JarNotLoadedError",
+    "KafkaShareOptions",
+    "StartingOffsets",
+    "Strategy",
+    "acknowledge",
+    "configure",
+    "jar_path",
+]

@@ -29,7 +29,7 @@ Decision = Literal["accept", "release", "reject"]
 DECISIONS: tuple[Decision, ...] = ("accept", "release", "reject")
 
 
-def acknowledge(decisions: "DataFrame", batch_id: int, group_id: str) -> None:
+def acknowledge(decisions: DataFrame, batch_id: int, group_id: str) -> None:
     """Hands the source the decisions for records of batch ``batch_id`` of the query reading ``group_id``.
 
     ``decisions`` has the columns ``topic``, ``partition``, ``offset`` (as in the batch DataFrame) and
@@ -44,5 +44,10 @@ def acknowledge(decisions: "DataFrame", batch_id: int, group_id: str) -> None:
     if not isinstance(group_id, str) or not group_id:
         raise TypeError(f"group_id must be the query's kafka.share.group.id (a non-empty str), got {group_id!r}")
     writer: Any = decisions.write
-    (writer.format("kafka-share-decisions").mode("append")
-     .option("kafka.share.group.id", group_id).option("batchId", str(batch_id)).save())
+    (
+        writer.format("kafka-share-decisions")
+        .mode("append")
+        .option("kafka.share.group.id", group_id)
+        .option("batchId", str(batch_id))
+        .save()
+    )

@@ -10,8 +10,9 @@ Spark Connect::
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Literal, Mapping, Optional, Sequence
+from typing import Literal, Optional
 
 Strategy = Literal["none", "idempotent", "checkpoint-dedup", "two-phase-commit"]
 StartingOffsets = Literal["earliest", "latest"]

@@ -31,6 +31,7 @@ from pathlib import Path
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql.streaming.query import StreamingQuery
 
 import spark_kafka_share
 
@@ -38,8 +39,13 @@ config = json.loads(sys.argv[1])
 scenario = config["scenario"]
 sink, seen = config["sink"], config["sink"] + "-seen"
 marker = Path(config.get("marker") or "/nonexistent")
-spark = (spark_kafka_share.configure(SparkSession.builder).master("local[2,4]")
-         .config("spark.sql.shuffle.partitions", "2").config("spark.ui.enabled", "false").getOrCreate())
+spark = (
+    spark_kafka_share.configure(SparkSession.builder)
+    .master("local[2,4]")
+    .config("spark.sql.shuffle.partitions", "2")
+    .config("spark.ui.enabled", "false")
+    .getOrCreate()
+)
 spark.sparkContext.setLogLevel("ERROR")
 _log4j = spark._jvm.org.apache.logging.log4j  # type: ignore[union-attr]
 _log4j.core.config.Configurator.setLevel("io.github.kafkashare.spark", _log4j.Level.INFO)
@@ -50,9 +56,10 @@ def decide(rows: DataFrame) -> DataFrame:
     """The decision column of each scenario (null: no decision)."""
     n = F.col("key").cast("string").cast("int")
     if scenario == "decisions":
-        return rows.withColumn("decision", F.when(n % 3 == 0, "reject")
-                               .when((n % 3 == 1) & (F.col("deliveryCount") == 1), "release")
-                               .when(n % 3 == 1, "accept"))
+        return rows.withColumn(
+            "decision",
+            F.when(n % 3 == 0, "reject").when((n % 3 == 1) & (F.col("deliveryCount") == 1), "release").when(n % 3 == 1, "accept"),
+        )
     if scenario == "poison":
         return rows.withColumn("decision", F.when(n == 7, "release").otherwise("accept"))
     if scenario == "release-by-default":
@@ -68,24 +75,28 @@ def process(batch: DataFrame, batch_id: int) -> None:
     if config.get("union_rate"):
         batch = batch.where(F.col("topic").isNotNull())  # the kafka-share records of the batch
     if scenario == "ack-first":
-        spark_kafka_share.acknowledge(batch.select("topic", "partition", "offset", F.lit("accept").alias("decision")),
-                                      batch_id, config["group"])
+        spark_kafka_share.acknowledge(
+            batch.select("topic", "partition", "offset", F.lit("accept").alias("decision")), batch_id, config["group"]
+        )
     rows = batch.select("key", "topic", "partition", "offset", "deliveryCount").cache()
     if rows.isEmpty():
         return
     decided = decide(rows)
-    decided.select(F.col("key").cast("string").alias("k"), "deliveryCount", "decision") \
-        .write.mode("overwrite").parquet(f"{seen}/batch={batch_id}")
+    decided.select(F.col("key").cast("string").alias("k"), "deliveryCount", "decision").write.mode("overwrite").parquet(
+        f"{seen}/batch={batch_id}"
+    )
     # Undecided records get the default: processed too when it is accept.
-    decided.where((F.col("decision").isNull() & F.lit(default_accepts)) | (F.col("decision") == "accept")) \
-        .select(F.col("key").cast("string").alias("k"), "partition", "offset", "deliveryCount") \
-        .write.mode("overwrite").parquet(f"{sink}/batch={batch_id}")
+    decided.where((F.col("decision").isNull() & F.lit(default_accepts)) | (F.col("decision") == "accept")).select(
+        F.col("key").cast("string").alias("k"), "partition", "offset", "deliveryCount"
+    ).write.mode("overwrite").parquet(f"{sink}/batch={batch_id}")
     if scenario == "bad-decisions" and not result["errors"]:
-        for name, bad in (("unknown", decided.withColumn("decision", F.lit("maybe"))),
-                          ("not in batch", decided.withColumn("offset", F.col("offset") + 1_000_000))):
+        for name, bad in (
+            ("unknown", decided.withColumn("decision", F.lit("maybe"))),
+            ("not in batch", decided.withColumn("offset", F.col("offset") + 1_000_000)),
+        ):
             try:
                 spark_kafka_share.acknowledge(bad, batch_id, config["group"])
-            except Exception as e:  # noqa: BLE001 - the message is what the test checks
+            except Exception as e:
                 result["errors"][name] = str(e)  # type: ignore[index]
     spark_kafka_share.acknowledge(decided.where(F.col("decision").isNotNull()), batch_id, config["group"])
     if scenario == "fail-once" and not marker.exists():
@@ -93,37 +104,58 @@ def process(batch: DataFrame, batch_id: int) -> None:
         raise RuntimeError("injected: the batch fails after its decisions were given")
 
 
-def start_query():  # type: ignore[no-untyped-def]
-    reader = (spark.readStream.format("kafka-share")
-              .options(**spark_kafka_share.KafkaShareOptions(
-                  bootstrap_servers=config["bootstrap"], group_id=config["group"], subscribe=[config["topic"]],
-                  starting_offsets="earliest", acknowledgment_mode="explicit", parallelism=2,
-                  strategy=config.get("strategy", "two-phase-commit")).to_dict()))
+def start_query() -> StreamingQuery:
+    reader = spark.readStream.format("kafka-share").options(
+        **spark_kafka_share.KafkaShareOptions(
+            bootstrap_servers=config["bootstrap"],
+            group_id=config["group"],
+            subscribe=[config["topic"]],
+            starting_offsets="earliest",
+            acknowledgment_mode="explicit",
+            parallelism=2,
+            strategy=config.get("strategy", "two-phase-commit"),
+        ).to_dict()
+    )
     for k, v in (config.get("options") or {}).items():
         reader = reader.option(k, str(v))
     records = reader.load()
     if config.get("union_rate"):
         columns = ["key", "topic", "partition", "offset", "deliveryCount"]
-        ticks = spark.readStream.format("rate").option("rowsPerSecond", 2).load().select(
-            F.lit(None).cast("binary").alias("key"), F.lit(None).cast("string").alias("topic"),
-            F.lit(-1).alias("partition"), F.col("value").alias("offset"), F.lit(0).alias("deliveryCount"))
+        ticks = (
+            spark.readStream.format("rate")
+            .option("rowsPerSecond", 2)
+            .load()
+            .select(
+                F.lit(None).cast("binary").alias("key"),
+                F.lit(None).cast("string").alias("topic"),
+                F.lit(-1).alias("partition"),
+                F.col("value").alias("offset"),
+                F.lit(0).alias("deliveryCount"),
+            )
+        )
         records = records.select(*columns).unionByName(ticks)
-    return (records.writeStream.foreachBatch(process).option("checkpointLocation", config["checkpoint"])
-            .trigger(processingTime="200 milliseconds").start())
+    return (
+        records.writeStream.foreachBatch(process)
+        .option("checkpointLocation", config["checkpoint"])
+        .trigger(processingTime="200 milliseconds")
+        .start()
+    )
 
 
 def keys(path: str) -> list[str]:
     try:
         return [r["k"] for r in spark.read.parquet(path).select("k").collect()]
-    except Exception:  # noqa: BLE001 - nothing written yet
+    except Exception:
         return []
 
 
 def every_batch_committed() -> bool:
     """The checkpoint's commit log has every batch its offset log has."""
+
     def ids(folder: str) -> set[str]:
         path = Path(config["checkpoint"], folder)
         return {f.name for f in path.iterdir() if f.name.isdigit()} if path.exists() else set()
+
     offsets = ids("offsets")
     return bool(offsets) and offsets <= ids("commits")
 
@@ -140,7 +172,7 @@ def done(expected: set[str], landed: list[str]) -> bool:
         return restarts >= 1
     if scenario == "poison":
         progress = query.lastProgress
-        return bool(progress) and int(progress["sources"][0]["metrics"].get("recordsRejectedTotal", "0")) > 0
+        return progress is not None and int(progress["sources"][0]["metrics"].get("recordsRejectedTotal", "0")) > 0
     return True
 
 
@@ -162,9 +194,13 @@ query.stop()
 
 landed = keys(sink)
 seen_rows = spark.read.parquet(seen).collect() if Path(seen).exists() else []
-result.update({
-    "landed": landed, "restarts": restarts, "metrics": metrics,
-    "seen": [[r["k"], r["deliveryCount"], r["decision"]] for r in seen_rows],
-})
+result.update(
+    {
+        "landed": landed,
+        "restarts": restarts,
+        "metrics": metrics,
+        "seen": [[r["k"], r["deliveryCount"], r["decision"]] for r in seen_rows],
+    }
+)
 print(json.dumps(result))
 spark.stop()

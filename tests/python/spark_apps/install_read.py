@@ -20,6 +20,7 @@ how, config = sys.argv[1], json.loads(sys.argv[2])
 builder = SparkSession.builder.appName(f"install-{how}")
 if how == "wheel":
     import spark_kafka_share
+
     spark = spark_kafka_share.configure(builder.master("local[2]")).getOrCreate()
 elif how == "packages":
     spark = builder.getOrCreate()
@@ -28,9 +29,14 @@ elif how == "connect":
 else:
     raise SystemExit(f"unknown way to get the connector: {how}")
 
-options = KafkaShareOptions(bootstrap_servers=config["bootstrap"], group_id=config["group"],
-                            subscribe=[config["topic"]], strategy="checkpoint-dedup", parallelism=2,
-                            starting_offsets="earliest")
+options = KafkaShareOptions(
+    bootstrap_servers=config["bootstrap"],
+    group_id=config["group"],
+    subscribe=[config["topic"]],
+    strategy="checkpoint-dedup",
+    parallelism=2,
+    starting_offsets="earliest",
+)
 if config.get("sql"):
     # SQL users: a table whose provider is kafka-share, read as a stream. OPTIONS are the same keys.
     settings = ", ".join(f"'{k}' '{v}'" for k, v in sorted(options.to_dict().items()))
@@ -40,12 +46,15 @@ else:
     stream = spark.readStream.format("kafka-share").options(**options.to_dict()).load()
 
 sink = f"{config['work']}/sink"
-query = (stream.selectExpr("CAST(key AS STRING) AS k", "partition", "offset")
-         .writeStream.format("parquet").option("path", sink)
-         .option("checkpointLocation", f"{config['work']}/checkpoint")
-         .trigger(availableNow=True).start())
+query = (
+    stream.selectExpr("CAST(key AS STRING) AS k", "partition", "offset")
+    .writeStream.format("parquet")
+    .option("path", sink)
+    .option("checkpointLocation", f"{config['work']}/checkpoint")
+    .trigger(availableNow=True)
+    .start()
+)
 query.awaitTermination(240)
 landed = spark.read.parquet(sink)
-print(json.dumps({"rows": landed.count(), "distinct": landed.select("k").distinct().count(),
-                  "active": query.isActive}))
+print(json.dumps({"rows": landed.count(), "distinct": landed.select("k").distinct().count(), "active": query.isActive}))
 spark.stop()

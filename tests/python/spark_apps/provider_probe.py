@@ -25,17 +25,20 @@ try:
         load_error = str(e)
 
     # Runs inside the executors: proves the jar (and its shaded kafka-clients) reached them.
-    spark.udf.registerJavaFunction("kafka_share_version",
-                                   "io.github.kafkashare.spark.diagnostics.ConnectorVersionUdf")
+    spark.udf.registerJavaFunction("kafka_share_version", "io.github.kafkashare.spark.diagnostics.ConnectorVersionUdf")
     rows = spark.range(0, 8, 1, 4).selectExpr("kafka_share_version() AS v").distinct().collect()
     executors = spark.sparkContext._jsc.sc().getExecutorMemoryStatus().size() - 1  # minus the driver
 
-    print(json.dumps({
-        "provider": provider,
-        "load_error": load_error,
-        "executor_versions": sorted(r.v for r in rows),
-        "executors": executors,
-        "jars": spark.conf.get("spark.jars"),
-    }))
+    print(
+        json.dumps(
+            {
+                "provider": provider,
+                "load_error": load_error,
+                "executor_versions": sorted(r.v for r in rows),
+                "executors": executors,
+                "jars": spark.conf.get("spark.jars"),
+            }
+        )
+    )
 finally:
     spark.stop()

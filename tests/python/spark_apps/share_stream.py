@@ -5,16 +5,19 @@ Config keys: bootstrap, topic, group, strategy, parallelism, checkpoint, sink, e
 wait for), timeout_s, failure (F1 to F10 or none; see inject_* below), failure_batch (the batch
 F1, F2, F4, F5 and F10 hit, 1 by default), inject_after_s (F3, F6, F7: seconds after the first
 batch landed), marker (a file that makes a failure happen once; it receives the time of the
-injection), broker_dir and broker_version (F6: the broker to restart), pause_s (F7), stop_after_batches (stop after that many non-empty batches), options (extra options),
-compare_order (F8: also compare the order of rows of two reads), trigger ("processing" or "available_now"), trigger_interval (of the processing-time trigger), idle_check_s (after everything landed, stay running that
-long and report how many batches ran meanwhile), status_file (the sink's distinct count, rewritten
-every status_every_s seconds, 1 by default), until_file (run until it exists instead of until
-`expected` landed), report_keys, pid_file (receives {"pid": driver JVM, "app_id": ...} at start), union_rate (union the source with a
-`rate` stream), sink_format (Spark's file sink in that format instead of foreachBatch), stop_spark_when_ended
-(Trigger.AvailableNow: stop Spark the moment the query ends, as a job that ends with it does, and count
-the sink without Spark), watermark (a watermarked stateful query instead: each event-time window's
-record keys collected in state, written in update mode; Spark runs no-data batches and restores state
-on a replay), delta (foreachBatch appends to a Delta table, idempotent through txnAppId/txnVersion;
+injection), broker_dir and broker_version (F6: the broker to restart), pause_s (F7),
+stop_after_batches (stop after that many non-empty batches), options (extra options),
+compare_order (F8: also compare the order of rows of two reads), trigger ("processing" or
+"available_now"), trigger_interval (of the processing-time trigger), idle_check_s (after everything
+landed, stay running that long and report how many batches ran meanwhile), status_file (the sink's
+distinct count, rewritten every status_every_s seconds, 1 by default), until_file (run until it
+exists instead of until `expected` landed), report_keys, pid_file (receives {"pid": driver JVM,
+"app_id": ...} at start), union_rate (union the source with a `rate` stream), sink_format (Spark's
+file sink in that format instead of foreachBatch), stop_spark_when_ended (Trigger.AvailableNow: stop
+Spark the moment the query ends, as a job that ends with it does, and count the sink without
+Spark), watermark (a watermarked stateful query instead: each event-time window's record keys
+collected in state, written in update mode; Spark runs no-data batches and restores state on a
+replay), delta (foreachBatch appends to a Delta table, idempotent through txnAppId/txnVersion;
 delta_jars: the Delta jars, comma-separated). Failure F4r
 kills the driver inject_after_s seconds after the first committed batch, at whatever it is doing.
 
@@ -34,6 +37,7 @@ from pathlib import Path
 from pyspark import TaskContext
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.functions import col, collect_list, explode, lit, max_by, spark_partition_id, udf, window
+from pyspark.sql.streaming.query import StreamingQuery
 from pyspark.sql.types import StringType
 
 import spark_kafka_share
@@ -45,16 +49,21 @@ sink = config["sink"]
 failure_batch = int(config.get("failure_batch", 1))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from harness import harness  # noqa: E402  (tests/python, for F6 and promise 7)
+
 builder = SparkSession.builder
 if config.get("delta"):
-    builder = (builder.config("spark.jars", config["delta_jars"])
-               .config("spark.sql.extensions", "io.delta.sql.DeltaSparkSessionExtension")
-               .config("spark.sql.catalog.spark_catalog", "org.apache.spark.sql.delta.catalog.DeltaCatalog"))
-spark = (spark_kafka_share.configure(builder)
-         .master(config.get("master", "local[2,4]"))  # 4 attempts per task, as on a cluster
-         .config("spark.sql.shuffle.partitions", "2")
-         .config("spark.ui.enabled", str(bool(config.get("ui"))).lower())
-         .getOrCreate())
+    builder = (
+        builder.config("spark.jars", config["delta_jars"])
+        .config("spark.sql.extensions", "io.delta.sql.DeltaSparkSessionExtension")
+        .config("spark.sql.catalog.spark_catalog", "org.apache.spark.sql.delta.catalog.DeltaCatalog")
+    )
+spark = (
+    spark_kafka_share.configure(builder)
+    .master(config.get("master", "local[2,4]"))  # 4 attempts per task, as on a cluster
+    .config("spark.sql.shuffle.partitions", "2")
+    .config("spark.ui.enabled", str(bool(config.get("ui"))).lower())
+    .getOrCreate()
+)
 spark.sparkContext.setLogLevel(config.get("log_level", "ERROR"))
 # The source's own lines stay in the driver log that conftest keeps per test.
 _log4j = spark._jvm.org.apache.logging.log4j  # type: ignore[union-attr]
@@ -63,12 +72,14 @@ _log4j.core.config.Configurator.setLevel("io.github.kafkashare.spark", _log4j.Le
 
 def fail_once_first_task(batch_id: int):  # type: ignore[no-untyped-def]
     """F1: a UDF in the reading stage that throws in the first attempt of task 0 of this batch."""
+
     @udf(StringType())
     def maybe_fail(key: str) -> str:
         ctx = TaskContext.get()
         if ctx is not None and ctx.partitionId() == 0 and ctx.attemptNumber() == 0:
             raise RuntimeError("injected F1: read task fails midway")
         return key
+
     return maybe_fail
 
 
@@ -95,17 +106,20 @@ def inject_in_background() -> None:
         return
     app_id, jvm_pid = spark.sparkContext.applicationId, spark_jvm_pid()
 
+    # A batch committed by this run, not one a run before it left in the checkpoint.
+    before = committed_batches()
+
     def run() -> None:
-        commits = Path(config["checkpoint"], "commits")
-        while not (commits.exists() and any(f.name.isdigit() for f in commits.iterdir())):
+        while committed_batches() <= before:
             time.sleep(0.2)
         time.sleep(float(config.get("inject_after_s", 0)))
         injected()
         if failure == "F4r":  # the driver dies at a moment, not at a batch
             kill_driver()
         if failure == "F3":  # SIGKILL one executor JVM of this application (local-cluster mode)
-            pids = subprocess.run(["pgrep", "-f", f"CoarseGrainedExecutorBackend.*{app_id}"],
-                                  capture_output=True, text=True).stdout.split()
+            pids = subprocess.run(
+                ["pgrep", "-f", f"CoarseGrainedExecutorBackend.*{app_id}"], capture_output=True, text=True
+            ).stdout.split()
             os.kill(int(pids[0]), signal.SIGKILL)
         elif failure == "F6":  # SIGKILL the broker, start it again on the same data and ports
             harness("kill", config["broker_dir"])
@@ -114,13 +128,15 @@ def inject_in_background() -> None:
             os.kill(jvm_pid, signal.SIGSTOP)
             time.sleep(float(config.get("pause_s", 20)))
             os.kill(jvm_pid, signal.SIGCONT)
+
     threading.Thread(target=run, daemon=True).start()
 
 
 def write_batch(df: DataFrame, batch_id: int) -> None:
     once = not marker.exists()
-    rows = df.select(col("key").cast("string").alias("k"), "partition", "offset", "deliveryCount",
-                     spark_partition_id().alias("task"))
+    rows = df.select(
+        col("key").cast("string").alias("k"), "partition", "offset", "deliveryCount", spark_partition_id().alias("task")
+    )
     if failure == "F1" and batch_id == failure_batch and once:
         injected()
         rows = rows.withColumn("k", fail_once_first_task(batch_id)(col("k")))
@@ -145,8 +161,14 @@ def write_batch(df: DataFrame, batch_id: int) -> None:
         raise RuntimeError("injected F10: a poison record fails its batch")
     if config.get("delta"):
         # Delta's idempotent writes: a batch id it already has for this app id is skipped.
-        (rows.withColumn("batch", lit(batch_id)).write.format("delta").mode("append")
-         .option("txnAppId", "share-stream").option("txnVersion", batch_id).save(sink))
+        (
+            rows.withColumn("batch", lit(batch_id))
+            .write.format("delta")
+            .mode("append")
+            .option("txnAppId", "share-stream")
+            .option("txnVersion", batch_id)
+            .save(sink)
+        )
     else:
         rows.write.mode("overwrite").parquet(f"{sink}/batch={batch_id}")
     if failure == "F8":
@@ -194,21 +216,25 @@ def landed() -> tuple[int, int]:
 def last_sink_batch() -> int:
     """The highest batch id written to the sink (directories batch=N; a column of the Delta table)."""
     if config.get("delta"):
-        return int(spark.read.format("delta").load(sink).agg({"batch": "max"}).first()[0])
+        newest = spark.read.format("delta").load(sink).agg({"batch": "max"}).first()
+        return int(newest[0]) if newest is not None and newest[0] is not None else -1
     return max((int(d.name.split("=")[1]) for d in Path(sink).glob("batch=*")), default=-1)
 
 
 def committed_batches() -> int:
-    return len([f for f in Path(config["checkpoint"], "commits").iterdir() if f.name.isdigit()])
+    commits = Path(config["checkpoint"], "commits")
+    return len([f for f in commits.iterdir() if f.name.isdigit()]) if commits.exists() else 0
 
 
-def start_query():  # type: ignore[no-untyped-def]
-    reader = (spark.readStream.format("kafka-share")
-              .option("kafka.bootstrap.servers", config["bootstrap"])
-              .option("kafka.share.group.id", config["group"])
-              .option("startingOffsets", "earliest")
-              .option("kafka.share.exactly.once.strategy", config.get("strategy", "none"))
-              .option("kafka.share.parallelism", str(config.get("parallelism", 2))))
+def start_query() -> StreamingQuery:
+    reader = (
+        spark.readStream.format("kafka-share")
+        .option("kafka.bootstrap.servers", config["bootstrap"])
+        .option("kafka.share.group.id", config["group"])
+        .option("startingOffsets", "earliest")
+        .option("kafka.share.exactly.once.strategy", config.get("strategy", "none"))
+        .option("kafka.share.parallelism", str(config.get("parallelism", 2)))
+    )
     if config["topic"]:
         reader = reader.option("subscribe", config["topic"])
     for k, v in (config.get("options") or {}).items():
@@ -216,24 +242,46 @@ def start_query():  # type: ignore[no-untyped-def]
     records = reader.load()
     if config.get("union_rate"):
         # A union with a rate stream: Spark runs batches in which only the rate source moved.
-        ticks = spark.readStream.format("rate").option("rowsPerSecond", 5).load().select(
-            lit(None).cast("binary").alias("key"), lit(None).cast("string").alias("topic"), lit(-1).alias("partition"),
-            col("value").alias("offset"), lit(0).alias("deliveryCount"))
-        records = (records.select("key", "topic", "partition", "offset", "deliveryCount").unionByName(ticks)
-                   .where(col("topic").isNotNull()))
+        ticks = (
+            spark.readStream.format("rate")
+            .option("rowsPerSecond", 5)
+            .load()
+            .select(
+                lit(None).cast("binary").alias("key"),
+                lit(None).cast("string").alias("topic"),
+                lit(-1).alias("partition"),
+                col("value").alias("offset"),
+                lit(0).alias("deliveryCount"),
+            )
+        )
+        records = (
+            records.select("key", "topic", "partition", "offset", "deliveryCount")
+            .unionByName(ticks)
+            .where(col("topic").isNotNull())
+        )
     if config.get("watermark"):
         # Far behind the newest event time: the records were all produced before the query started and
         # none may be late; what matters is that the watermark moves, so Spark runs no-data batches.
-        windows = (records.withWatermark("timestamp", "1 hour").groupBy(window("timestamp", "1 second").alias("w"))
-                   .agg(collect_list(col("key").cast("string")).alias("ks")))
-        writer = (windows.writeStream.outputMode("update").foreachBatch(write_windows)
-                  .option("checkpointLocation", config["checkpoint"]))
+        windows = (
+            records.withWatermark("timestamp", "1 hour")
+            .groupBy(window("timestamp", "1 second").alias("w"))
+            .agg(collect_list(col("key").cast("string")).alias("ks"))
+        )
+        writer = (
+            windows.writeStream.outputMode("update")
+            .foreachBatch(write_windows)
+            .option("checkpointLocation", config["checkpoint"])
+        )
     elif config.get("sink_format"):
         # Spark's file sink (idempotent per batch id through its metadata log) instead of foreachBatch.
-        writer = (records.select(col("key").cast("string").alias("k"), "partition", "offset", "deliveryCount",
-                                 spark_partition_id().alias("task"))
-                  .writeStream.format(config["sink_format"]).option("path", sink)
-                  .option("checkpointLocation", config["checkpoint"]))
+        writer = (
+            records.select(
+                col("key").cast("string").alias("k"), "partition", "offset", "deliveryCount", spark_partition_id().alias("task")
+            )
+            .writeStream.format(config["sink_format"])
+            .option("path", sink)
+            .option("checkpointLocation", config["checkpoint"])
+        )
     else:
         writer = records.writeStream.foreachBatch(write_batch).option("checkpointLocation", config["checkpoint"])
     if config.get("trigger") == "available_now":
@@ -260,10 +308,11 @@ status_written = 0.0
 inject_in_background()
 result: dict[str, object] = {}
 if config.get("trigger") == "available_now":
-    result["ended_by_itself"] = query.awaitTermination(float(config.get("timeout_s", 120)))
+    result["ended_by_itself"] = query.awaitTermination(int(config.get("timeout_s", 120)))
     if config.get("stop_spark_when_ended"):
         spark.stop()  # executors go at once: whatever they still hold stays locked with the group
         import pyarrow.parquet as pq
+
         keys = [k for f in Path(sink).glob("batch=*/*.parquet") for k in pq.read_table(f, columns=["k"]).column("k").to_pylist()]
         result.update({"rows": len(keys), "distinct": len(set(keys)), "restarts": 0})
         print(json.dumps(result))
@@ -311,12 +360,16 @@ progress = list(query.recentProgress)
 if config.get("report_surface"):
     # Where a secret could show: the progress JSON, the plan, and the SQL tab of the UI (its REST API).
     import urllib.request
+
     ui = spark.sparkContext.uiWebUrl
     app = spark.sparkContext.applicationId
     with urllib.request.urlopen(f"{ui}/api/v1/applications/{app}/sql?details=true&planDescription=true") as r:
         sql_ui = r.read().decode()
-    result["surface"] = {"progress": json.dumps(progress, default=str),
-                         "plan": query._jsq.explainInternal(True), "sql_ui": sql_ui}
+    result["surface"] = {
+        "progress": json.dumps(progress, default=str),
+        "plan": query._jsq.explainInternal(True),
+        "sql_ui": sql_ui,
+    }
 query.stop()
 rows, distinct = landed()
 if config.get("consume_after_stop_ms"):
@@ -324,18 +377,35 @@ if config.get("consume_after_stop_ms"):
     # gets what the stopped query did not take, well before the locks (15 s in the tests) expire.
     remaining = config["expected"] - distinct
     started = time.time()
-    got = int(harness("share-consume", config["bootstrap"], config["group"], config["topic"], str(remaining),
-                      str(config["consume_after_stop_ms"])))
-    result.update({"remaining": remaining, "consumed_after_stop": got,
-                   "seconds_to_consume_after_stop": round(time.time() - started, 1)})
+    got = int(
+        harness(
+            "share-consume",
+            config["bootstrap"],
+            config["group"],
+            config["topic"],
+            str(remaining),
+            str(config["consume_after_stop_ms"]),
+        )
+    )
+    result.update(
+        {"remaining": remaining, "consumed_after_stop": got, "seconds_to_consume_after_stop": round(time.time() - started, 1)}
+    )
 if config.get("report_keys") and rows:
     result["keys"] = [r["k"] for r in sink_rows().select("k").collect()]
 per_task = {}
 if rows and not config.get("watermark"):
     per_task = {str(r["task"]): r["count"] for r in sink_rows().groupBy("task").count().collect()}
-result.update({"app_id": spark.sparkContext.applicationId, "rows": rows, "distinct": distinct, "restarts": restarts, "rows_per_task": per_task,
-               "batch_sizes": [p["numInputRows"] for p in progress if p["numInputRows"] > 0],
-               "metrics": progress[-1]["sources"][0]["metrics"] if progress else {},
-               "progress": [(p["batchId"], p["numInputRows"], p["timestamp"], p["sources"][0]["metrics"]) for p in progress]})
+result.update(
+    {
+        "app_id": spark.sparkContext.applicationId,
+        "rows": rows,
+        "distinct": distinct,
+        "restarts": restarts,
+        "rows_per_task": per_task,
+        "batch_sizes": [p["numInputRows"] for p in progress if p["numInputRows"] > 0],
+        "metrics": progress[-1]["sources"][0]["metrics"] if progress else {},
+        "progress": [(p["batchId"], p["numInputRows"], p["timestamp"], p["sources"][0]["metrics"]) for p in progress],
+    }
+)
 print(json.dumps(result))
 spark.stop()

@@ -14,16 +14,26 @@ from pyspark.sql import SparkSession
 import spark_kafka_share
 
 config = json.loads(sys.argv[1])
-spark = (spark_kafka_share.configure(SparkSession.builder).master("local[2]")
-         .config("spark.ui.enabled", "false")
-         .config("spark.speculation", str(config.get("speculation", False)).lower()).getOrCreate())
+spark = (
+    spark_kafka_share.configure(SparkSession.builder)
+    .master("local[2]")
+    .config("spark.ui.enabled", "false")
+    .config("spark.speculation", str(config.get("speculation", False)).lower())
+    .getOrCreate()
+)
 spark.sparkContext.setLogLevel("OFF")
 results = {}
 for name, options in config["cases"].items():
     started = time.time()
     try:
-        query = (spark.readStream.format("kafka-share").options(**options).load().writeStream.format("noop")
-                 .option("checkpointLocation", tempfile.mkdtemp()).start())
+        query = (
+            spark.readStream.format("kafka-share")
+            .options(**options)
+            .load()
+            .writeStream.format("noop")
+            .option("checkpointLocation", tempfile.mkdtemp())
+            .start()
+        )
         query.awaitTermination(120)
         error = query.exception()
         message = str(error) if error is not None else ""

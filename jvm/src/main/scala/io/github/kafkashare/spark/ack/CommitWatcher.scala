@@ -6,7 +6,7 @@ import java.util.concurrent.{ConcurrentHashMap, ConcurrentLinkedQueue, Executors
 import scala.jdk.CollectionConverters._
 import scala.util.control.NonFatal
 
-import io.github.kafkashare.spark.consumer.{ConsumerKey, PooledShareConsumer, ShareConsumerPool}
+import io.github.kafkashare.spark.consumer.{Clock, ConsumerKey, PooledShareConsumer, ShareConsumerPool}
 import io.github.kafkashare.spark.offsets.{DecisionLog, SerializableHadoopConf, SourceMarkers}
 import io.github.kafkashare.spark.options.Decision
 import org.apache.hadoop.fs.{FileContext, Path}
@@ -26,37 +26,29 @@ import org.apache.spark.internal.Logging
  *    whenever it runs again; letting the locks expire would hand them to other members of the group;
  *  - explicit mode RELEASEs: the user decides when the batch runs again, and a record whose decision
  *    then is ACCEPT or REJECT is acknowledged quietly when it comes back (see the stream's dedup).
+ *
+ * One watcher per JVM serves every query ([[CommitWatcher.holdUntilCommitted]]); tests build their own
+ * with a clock they move by hand and call [[checkHolds]] themselves.
+ *
+ * @param clock dates the holds' deadlines
+ * @param pool  where a consumer goes back after phase 2
  */
-object CommitWatcher extends Logging {
-
-  /** What an explicit-mode hold applies at commit. */
-  final case class ExplicitDecisions(log: DecisionLog, batch: Long, default: Decision)
-
-  /** Where phase 2 of task `task` of `batch` is said to be done (the driver waits for it at the end). */
-  final case class DoneMark(markers: SourceMarkers, batch: Long, task: Int)
+final class CommitWatcher(clock: Clock, pool: ShareConsumerPool) extends Logging {
+  import CommitWatcher._
 
   private final case class Hold(consumer: PooledShareConsumer, commitFile: Path, conf: SerializableHadoopConf,
       deadlineNanos: Long, explicit: Option[ExplicitDecisions], done: DoneMark)
 
-  /** Acknowledgements made here, per query (consumer key), that no read task of it has reported yet. */
-  final case class Counts(accepted: Long, released: Long, rejected: Long)
   private final class Counters { val accepted, released, rejected = new AtomicLong }
 
   private val holds  = new ConcurrentLinkedQueue[Hold]()
   private val counts = new ConcurrentHashMap[ConsumerKey, Counters]()
 
-  private val timer = Executors.newSingleThreadScheduledExecutor(new ThreadFactory {
-    override def newThread(r: Runnable): Thread = {
-      val t = new Thread(r, "kafka-share-commit-watcher"); t.setDaemon(true); t
-    }
-  })
-  timer.scheduleWithFixedDelay(() => check(), 100, 100, TimeUnit.MILLISECONDS)
-
   /** Holds `consumer` (with its acquired records) until `commitFile` exists or `maxHoldMs` passes. */
   def holdUntilCommitted(consumer: PooledShareConsumer, commitFile: Path, conf: SerializableHadoopConf, maxHoldMs: Long,
       explicit: Option[ExplicitDecisions], done: DoneMark): Unit = {
-    ShareConsumerPool.expectBack(consumer)
-    holds.add(Hold(consumer, commitFile, conf, System.nanoTime + TimeUnit.MILLISECONDS.toNanos(maxHoldMs), explicit, done))
+    pool.expectBack(consumer)
+    holds.add(Hold(consumer, commitFile, conf, clock.nanoTime() + TimeUnit.MILLISECONDS.toNanos(maxHoldMs), explicit, done))
   }
 
   /** Takes the acknowledgements made for `key` since the last call, for a read task to report. */
@@ -67,10 +59,11 @@ object CommitWatcher extends Logging {
   /** Batches held now, for tests and metrics. */
   def holding: Int = holds.size
 
-  private def check(): Unit = holds.asScala.toList.foreach { hold =>
+  /** One round: every hold whose commit came, or whose deadline passed, gets its phase 2. */
+  def checkHolds(): Unit = holds.asScala.toList.foreach { hold =>
     try {
       val committed = FileContext.getFileContext(hold.commitFile.toUri, hold.conf.value).util.exists(hold.commitFile)
-      val late      = System.nanoTime > hold.deadlineNanos
+      val late      = clock.nanoTime() > hold.deadlineNanos
       if (committed || late) {
         // The decisions are read before the hold is let go: if that read fails, the next check retries.
         val decide = if (committed) Some(hold.explicit.map(decider).getOrElse((_: (String, Int, Long)) => Decision.Accept)) else None
@@ -111,13 +104,49 @@ object CommitWatcher extends Logging {
       c.accepted.addAndGet(made.getOrElse(Decision.Accept, 0).toLong)
       c.released.addAndGet(made.getOrElse(Decision.Release, 0).toLong)
       c.rejected.addAndGet(made.getOrElse(Decision.Reject, 0).toLong)
-      ShareConsumerPool.giveBack(consumer)
+      pool.giveBack(consumer)
     } catch {
       case NonFatal(e) =>
         // The records are pinned: if the broker did not take the acknowledgement, they come back and
         // the exactly-once strategies drop them; otherwise they are emitted again (at least once).
         logWarning("acknowledging a held batch failed; its records will be delivered again", e)
-        ShareConsumerPool.discard(consumer)
+        pool.discard(consumer)
     }
   }
+}
+
+object CommitWatcher {
+
+  /** What an explicit-mode hold applies at commit. */
+  final case class ExplicitDecisions(log: DecisionLog, batch: Long, default: Decision)
+
+  /** Where phase 2 of task `task` of `batch` is said to be done (the driver waits for it at the end). */
+  final case class DoneMark(markers: SourceMarkers, batch: Long, task: Int)
+
+  /** Acknowledgements made here, per query (consumer key), that no read task of it has reported yet. */
+  final case class Counts(accepted: Long, released: Long, rejected: Long)
+
+  // This JVM's watcher, created (and its thread started: a round every 100 ms) by the first hold.
+  @volatile private var started: CommitWatcher = null
+
+  private def shared: CommitWatcher = synchronized {
+    if (started == null) {
+      val watcher = new CommitWatcher(Clock.System, ShareConsumerPool.shared)
+      val timer = Executors.newSingleThreadScheduledExecutor(new ThreadFactory {
+        override def newThread(r: Runnable): Thread = {
+          val t = new Thread(r, "kafka-share-commit-watcher"); t.setDaemon(true); t
+        }
+      })
+      timer.scheduleWithFixedDelay(() => watcher.checkHolds(), 100, 100, TimeUnit.MILLISECONDS)
+      started = watcher
+    }
+    started
+  }
+
+  def holdUntilCommitted(consumer: PooledShareConsumer, commitFile: Path, conf: SerializableHadoopConf, maxHoldMs: Long,
+      explicit: Option[ExplicitDecisions], done: DoneMark): Unit =
+    shared.holdUntilCommitted(consumer, commitFile, conf, maxHoldMs, explicit, done)
+
+  /** What this JVM's watcher acknowledged for `key` since the last call (nothing before its first hold). */
+  def takeCounts(key: ConsumerKey): Counts = Option(started).fold(Counts(0, 0, 0))(_.takeCounts(key))
 }

@@ -110,7 +110,10 @@ final class PooledShareConsumer(val key: ConsumerKey) {
       records = consumer.poll(Duration.ofMillis(math.min(remainingMs, 500L))).asScala.toSeq
     }
     held ++= records
-    if (records.nonEmpty) joined = true
+    // After one full wait the consumer has its assignment (it comes with a heartbeat, every 5 s by
+    // default), whether or not records came: the group's other members may hold them all. Waiting the
+    // join time again would cost every later task of such a consumer 12 s for nothing.
+    joined = true
     // Records that came with a response during this poll were acquired as the broker answered, during
     // the last call. Without a response they came from the client's buffer (the client fetches only
     // once its buffer is empty, and acknowledgements were all sent before this poll), as old as the

@@ -28,8 +28,15 @@ import org.apache.spark.internal.Logging
  *    the JVM (local mode), and on executors the evictor does it within a second of the query's
  *    `stopped` marker appearing in its checkpoint ([[SourceMarkers]], registered by `watchStop`).
  * No capacity limit: the pool holds at most as many consumers as tasks ran at once on this executor.
+ *
+ * One pool per JVM serves every query ([[ShareConsumerPool.shared]]); tests build their own with a
+ * clock they move by hand and call [[evictIdle]] themselves.
+ *
+ * @param clock dates consumers (idle since, carried since); a borrower's wait for a held consumer is real time
+ * @param open  creates a consumer for a key
  */
-object ShareConsumerPool extends Logging {
+final class ShareConsumerPool(clock: Clock, open: ConsumerKey => PooledShareConsumer) extends Logging {
+  import ShareConsumerPool.MaxWaitForHeldMs
 
   private val idle    = new ConcurrentHashMap[ConsumerKey, ConcurrentLinkedDeque[PooledShareConsumer]]()
   private val created = new AtomicLong()
@@ -49,14 +56,11 @@ object ShareConsumerPool extends Logging {
     }
     if (found == null) {
       created.incrementAndGet()
-      found = new PooledShareConsumer(key)
+      found = open(key)
     }
     found.borrows += 1
     found
   }
-
-  /** The longest a borrower waits for a consumer that a commit watcher is about to give back. */
-  val MaxWaitForHeldMs = 1000L
 
   private def takeIdle(key: ConsumerKey): PooledShareConsumer = {
     val queue = idle.get(key)
@@ -85,13 +89,13 @@ object ShareConsumerPool extends Logging {
   }
 
   private def tooLongLocked(c: PooledShareConsumer): Boolean =
-    TimeUnit.NANOSECONDS.toMillis(System.nanoTime - c.lockedSinceNanos) > c.key.idleCloseMs
+    TimeUnit.NANOSECONDS.toMillis(clock.nanoTime() - c.lockedSinceNanos) > c.key.idleCloseMs
 
   def giveBack(consumer: PooledShareConsumer): Unit =
     try {
       cameBack(consumer)
       consumer.releaseHeld()
-      consumer.idleSinceNanos = System.nanoTime
+      consumer.idleSinceNanos = clock.nanoTime()
       idle.computeIfAbsent(consumer.key, _ => new ConcurrentLinkedDeque()).addFirst(consumer)
     } catch {
       case NonFatal(e) =>
@@ -133,12 +137,36 @@ object ShareConsumerPool extends Logging {
     }
   }
 
-  private val evictor = Executors.newSingleThreadScheduledExecutor { r =>
-    val t = new Thread(r, "kafka-share-consumer-evictor"); t.setDaemon(true); t
-  }
-  evictor.scheduleWithFixedDelay(() => try { closeLongIdle(); closeStopped() } catch {
-    case NonFatal(e) => logWarning("closing idle share consumers failed", e)
-  }, 1, 1, TimeUnit.SECONDS)
+  /** One round of the evictor: closes consumers locked too long, and the idle ones of stopped queries. */
+  def evictIdle(): Unit = { closeLongIdle(); closeStopped() }
+}
 
-  sys.addShutdownHook(closeAll())
+object ShareConsumerPool extends Logging {
+
+  /** The longest a borrower waits for a consumer that a commit watcher is about to give back. */
+  val MaxWaitForHeldMs = 1000L
+
+  /**
+   * This JVM's pool. Nothing runs before a read task first uses it: then its evictor starts (a daemon
+   * thread, a round every second) and a shutdown hook that closes what is idle.
+   */
+  lazy val shared: ShareConsumerPool = {
+    val pool    = new ShareConsumerPool(Clock.System, new PooledShareConsumer(_))
+    val evictor = Executors.newSingleThreadScheduledExecutor { r =>
+      val t = new Thread(r, "kafka-share-consumer-evictor"); t.setDaemon(true); t
+    }
+    evictor.scheduleWithFixedDelay(() => try pool.evictIdle() catch {
+      case NonFatal(e) => logWarning("closing idle share consumers failed", e)
+    }, 1, 1, TimeUnit.SECONDS)
+    sys.addShutdownHook(pool.closeAll())
+    pool
+  }
+
+  def borrow(key: ConsumerKey): PooledShareConsumer               = shared.borrow(key)
+  def giveBack(consumer: PooledShareConsumer): Unit               = shared.giveBack(consumer)
+  def discard(consumer: PooledShareConsumer): Unit                = shared.discard(consumer)
+  def expectBack(consumer: PooledShareConsumer): Unit             = shared.expectBack(consumer)
+  def closeIdle(key: ConsumerKey): Unit                           = shared.closeIdle(key)
+  def watchStop(key: ConsumerKey, markers: SourceMarkers): Unit   = shared.watchStop(key, markers)
+  def consumersCreated: Long                                      = shared.consumersCreated
 }

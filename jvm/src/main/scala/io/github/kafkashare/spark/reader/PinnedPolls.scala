@@ -27,8 +27,8 @@ import org.apache.spark.internal.Logging
  *     decisions) once Spark's commit log has the batch;
  *  5. yield the part's records, by topic, partition and offset: the order a replay of the part has.
  * It polls again while the task is within kafka.share.read.duration.ms and the last poll suggests a
- * backlog (at least half of max.poll.records, or redeliveries, which the broker may hand out few at a
- * time): a batch then pays Spark's per-batch cost once for
+ * backlog (at least half of max.poll.records, or redeliveries, which brokers hand out few at a time):
+ * a batch then pays Spark's per-batch cost once for
  * many polls' records, while a quiet stream's tasks still end after one poll. A consumer that holds
  * records until the commit cannot poll again (Kafka wants every record of a poll acknowledged first),
  * so those tasks poll once.
@@ -88,7 +88,8 @@ private[reader] final class PinnedPolls(partition: KafkaShareInputPartition, cou
     if (lastReturn != 0) outsideNanos += System.nanoTime - lastReturn
     try {
       val pollStart = System.nanoTime
-      val timeoutMs = if (part == 0 && emitted == 0) partition.pollTimeoutMs else math.max(1L, math.min(LaterPollTimeoutMs, budgetLeftMs))
+      // Only the task's first poll waits the full timeout: a later one follows a poll that had records.
+      val timeoutMs = if (polls == 0) partition.pollTimeoutMs else math.max(1L, math.min(LaterPollTimeoutMs, budgetLeftMs))
       val poll      = consumer.poll(partition.topics, timeoutMs)
       polls += 1; pollNanos += System.nanoTime - pollStart
       val polledAt  = poll.acquiredAtNanos
@@ -126,9 +127,10 @@ private[reader] final class PinnedPolls(partition: KafkaShareInputPartition, cou
       counters.dropped += redelivered.size
       counters.accepted += redelivered.size
       consumer.carry(overLimit, polledAt)
-      // A small poll of redelivered records is no sign of a quiet stream: brokers after 4.1 (4.3 and 4.4 do) hand
-      // out records past half the delivery count limit in ever smaller batches, and those on their last
-      // attempt one at a time (to isolate a poison record), whatever the backlog behind them.
+      // A small poll of redelivered records is no sign of a quiet stream: brokers after 4.1 (4.3 and 4.4
+      // do) hand out records past half the delivery count limit in ever smaller batches, and those on
+      // their last attempt one per fetch (to isolate a poison record), whatever the backlog behind them.
+      // Polling once per task would then drain them at one record per task per batch.
       val throttled = poll.records.exists(r => RecordRows.deliveryCountOf(r) > 1)
       val pollAgain = !partition.holdUntilCommit && overLimit.isEmpty && emitted + keptAtFirstCheck.size < partition.maxRecords &&
         budgetLeftMs > 0 && (poll.fromCarry || poll.records.size * 2 >= consumer.maxPollRecords || throttled)

@@ -1,7 +1,10 @@
 package io.github.kafkashare.spark.consumer
 
+import java.nio.file.Files
 import java.util.UUID
 
+import io.github.kafkashare.spark.offsets.{SerializableHadoopConf, SourceMarkers}
+import org.apache.hadoop.conf.Configuration
 import org.scalatest.funsuite.AnyFunSuite
 
 /** The pool's reuse rules. A share consumer connects only when it polls, so no broker is needed. */
@@ -58,5 +61,49 @@ class ShareConsumerPoolSuite extends AnyFunSuite {
       assert(c ne held)
       assert((System.nanoTime - started) / 1000000L < ShareConsumerPool.MaxWaitForHeldMs)
     } finally ShareConsumerPool.discard(c)
+  }
+
+  // A pool of its own with a clock the test moves: eviction without waiting for it.
+  private def poolWithClock() = {
+    val clock = new ManualClock
+    (new ShareConsumerPool(clock, new PooledShareConsumer(_)), clock)
+  }
+
+  test("a consumer idle longer than its key's idleCloseMs is closed by the evictor, and one idle less is kept") {
+    val (pool, clock) = poolWithClock()
+    val key           = freshKey().copy(idleCloseMs = 1000L)
+    val first         = pool.borrow(key)
+    pool.giveBack(first)
+    clock.advanceMs(999)
+    pool.evictIdle()
+    val kept = pool.borrow(key)
+    assert(kept eq first)
+    pool.giveBack(kept)
+    clock.advanceMs(1001)
+    pool.evictIdle()
+    val after = pool.borrow(key)
+    try {
+      assert(after ne first)
+      assert(after.newlyCreated)
+      assert(pool.consumersCreated == 2)
+    } finally pool.discard(after)
+  }
+
+  test("the idle consumers of a query whose stopped marker appears are closed at the evictor's next round") {
+    val (pool, _) = poolWithClock()
+    val key       = freshKey()
+    val markers   = new SourceMarkers(Files.createTempDirectory("pool-suite").toString, new SerializableHadoopConf(new Configuration))
+    val first     = pool.borrow(key)
+    pool.watchStop(key, markers)
+    pool.giveBack(first)
+    pool.evictIdle()
+    val running = pool.borrow(key)
+    assert(running eq first) // not stopped yet: kept
+    pool.giveBack(running)
+    markers.markStopped()
+    pool.evictIdle()
+    val after = pool.borrow(key)
+    try assert(after ne first)
+    finally pool.discard(after)
   }
 }
