@@ -85,8 +85,8 @@ final class PooledShareConsumer(val key: ConsumerKey) {
   /**
    * Polls until a poll returns records or `timeoutMs` passes. Empty polls are repeated because a
    * consumer that just joined gets nothing until the group has assigned it partitions, which
-   * happens on a heartbeat (share.heartbeat.interval.ms, 5 s by default): until its first records, a
-   * new consumer waits at least [[PooledShareConsumer.JoinTimeoutMs]]. The records are held until
+   * happens on a heartbeat (share.heartbeat.interval.ms, 5 s by default): its first poll waits at
+   * least [[PooledShareConsumer.JoinTimeoutMs]], later ones `timeoutMs`. The records are held until
    * acknowledged. A carry, if any, is returned instead, without asking the broker.
    */
   def poll(topics: Seq[String], timeoutMs: Long): PooledShareConsumer.Polled = {

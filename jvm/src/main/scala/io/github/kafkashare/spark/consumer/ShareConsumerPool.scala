@@ -32,7 +32,8 @@ import org.apache.spark.internal.Logging
  * One pool per JVM serves every query ([[ShareConsumerPool.shared]]); tests build their own with a
  * clock they move by hand and call [[evictIdle]] themselves.
  *
- * @param clock dates consumers (idle since, carried since); a borrower's wait for a held consumer is real time
+ * @param clock tells how long consumers have been idle (the pool dates them when they come back; a carry
+ *              keeps the reader's System.nanoTime date); a borrower's wait for a held consumer is real time
  * @param open  creates a consumer for a key
  */
 final class ShareConsumerPool(clock: Clock, open: ConsumerKey => PooledShareConsumer) extends Logging {
@@ -136,6 +137,9 @@ final class ShareConsumerPool(clock: Clock, open: ConsumerKey => PooledShareCons
       if (tooLongLocked(c) && queue.remove(c)) discard(c)
     }
   }
+
+  /** How many consumers of `key` wait in the pool (for tests). */
+  private[consumer] def idleCount(key: ConsumerKey): Int = Option(idle.get(key)).fold(0)(_.size)
 
   /** One round of the evictor: closes consumers locked too long, and the idle ones of stopped queries. */
   def evictIdle(): Unit = { closeLongIdle(); closeStopped() }

@@ -88,8 +88,7 @@ private[reader] final class PinnedPolls(partition: KafkaShareInputPartition, cou
     if (lastReturn != 0) outsideNanos += System.nanoTime - lastReturn
     try {
       val pollStart = System.nanoTime
-      // Only the task's first poll waits the full timeout: a later one follows a poll that had records.
-      val timeoutMs = if (polls == 0) partition.pollTimeoutMs else math.max(1L, math.min(LaterPollTimeoutMs, budgetLeftMs))
+      val timeoutMs = if (part == 0 && emitted == 0) partition.pollTimeoutMs else math.max(1L, math.min(LaterPollTimeoutMs, budgetLeftMs))
       val poll      = consumer.poll(partition.topics, timeoutMs)
       polls += 1; pollNanos += System.nanoTime - pollStart
       val polledAt  = poll.acquiredAtNanos

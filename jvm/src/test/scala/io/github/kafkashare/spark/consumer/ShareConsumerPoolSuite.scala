@@ -76,11 +76,13 @@ class ShareConsumerPoolSuite extends AnyFunSuite {
     pool.giveBack(first)
     clock.advanceMs(999)
     pool.evictIdle()
+    assert(pool.idleCount(key) == 1)
     val kept = pool.borrow(key)
     assert(kept eq first)
     pool.giveBack(kept)
     clock.advanceMs(1001)
     pool.evictIdle()
+    assert(pool.idleCount(key) == 0) // closed by the evictor's round, before any borrower looks
     val after = pool.borrow(key)
     try {
       assert(after ne first)
@@ -102,6 +104,7 @@ class ShareConsumerPoolSuite extends AnyFunSuite {
     pool.giveBack(running)
     markers.markStopped()
     pool.evictIdle()
+    assert(pool.idleCount(key) == 0)
     val after = pool.borrow(key)
     try assert(after ne first)
     finally pool.discard(after)
