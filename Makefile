@@ -106,7 +106,7 @@ target/bench/tools.classpath: $(HARNESS_SOURCES)
 	$(SBT) harness/fetchBenchTools
 
 # Types of the package, the tests, the benchmarks and the demo (tests/mypy.ini: as strict as the package).
-typecheck: $(VENV)/installed-tools
+typecheck: $(VENV)/installed-wheel
 	$(PY) -m mypy --strict python/src/spark_kafka_share
 	cd tests/python && ../../$(PY) -m mypy --config-file ../mypy.ini .
 	cd tests/bench && MYPYPATH=../python ../../$(PY) -m mypy --config-file ../mypy.ini .
