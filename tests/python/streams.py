@@ -43,6 +43,27 @@ def stream(broker: Broker, tmp: Path, topic: str, group: str, strategy: str, exp
     return run_spark("share_stream.py", json.dumps(config), timeout=400, killed=killed)
 
 
+def crash_at_moments(
+    broker: Broker, tmp: Path, topic: str, group: str, strategy: str, expected: int, moments: tuple[float, ...], **shape: object
+) -> None:
+    """Runs the query once per moment and kills its driver that many seconds after the run's first
+    committed batch (F4r), at whatever it is doing; each run restarts from the checkpoint."""
+    for crash, after_s in enumerate(moments):
+        stream(
+            broker,
+            tmp,
+            topic,
+            group,
+            strategy,
+            expected,
+            failure="F4r",
+            inject_after_s=after_s,
+            marker=str(tmp / f"crash-{crash}"),
+            killed=True,
+            **shape,
+        )
+
+
 def check(case: str, strategy: str, landed: dict[str, Any], produced: int, tmp: Path) -> None:
     rows, distinct = int(landed["rows"]), int(landed["distinct"])
     lost, doubled = produced - distinct, rows - distinct

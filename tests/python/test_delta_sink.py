@@ -14,7 +14,7 @@ from typing import Callable
 import pytest
 
 from harness import Broker
-from streams import NEWEST, check, prepare, stream
+from streams import NEWEST, check, crash_at_moments, prepare, stream
 
 pytestmark = pytest.mark.parametrize("broker", [NEWEST], indirect=True, ids=[f"kafka-{NEWEST}"])
 
@@ -44,20 +44,7 @@ def test_foreach_batch_into_delta_survives_driver_crashes(
         killed=True,
         **shape,
     )
-    for crash, after_s in enumerate((1.5, 3.0)):
-        stream(
-            broker,
-            tmp_path,
-            topic,
-            group,
-            strategy,
-            3000,
-            failure="F4r",
-            inject_after_s=after_s,
-            marker=str(tmp_path / f"crash-{crash}"),
-            killed=True,
-            **shape,
-        )
+    crash_at_moments(broker, tmp_path, topic, group, strategy, 3000, (1.5, 3.0), **shape)
     landed = stream(broker, tmp_path, topic, group, strategy, 3000, timeout_s=240, **shape)
     check("dlt", strategy, landed, 3000, tmp_path)
     assert landed["restarts"] == 0, landed

@@ -14,7 +14,7 @@ import pytest
 
 from harness import Broker, harness
 from spark_runs import finish, record_delivery_counts, run_spark, start_spark
-from streams import NEWEST, check, prepare, stream
+from streams import NEWEST, check, crash_at_moments, prepare, stream
 
 pytestmark = pytest.mark.parametrize("broker", [NEWEST], indirect=True, ids=[f"kafka-{NEWEST}"])
 
@@ -188,20 +188,7 @@ def test_a_union_into_a_file_sink_survives_driver_crashes(
     the driver is killed twice at a moment (not at a batch), and the query restarted each time."""
     topic, group = prepare(broker, fresh_name, records=3000)
     shape = {"union_rate": True, "sink_format": "parquet", "options": {"maxRecordsPerTrigger": 300}}
-    for crash, after_s in enumerate((1.5, 3.0)):
-        stream(
-            broker,
-            tmp_path,
-            topic,
-            group,
-            "two-phase-commit",
-            3000,
-            failure="F4r",
-            inject_after_s=after_s,
-            marker=str(tmp_path / f"crash-{crash}"),
-            killed=True,
-            **shape,
-        )
+    crash_at_moments(broker, tmp_path, topic, group, "two-phase-commit", 3000, (1.5, 3.0), **shape)
     landed = stream(broker, tmp_path, topic, group, "two-phase-commit", 3000, timeout_s=240, **shape)
     check("unF", "two-phase-commit", landed, 3000, tmp_path)
     assert landed["restarts"] == 0, landed
@@ -211,25 +198,11 @@ def test_a_watermarked_stateful_query_survives_driver_crashes(
     broker: Broker, fresh_name: Callable[[str], str], tmp_path: Path
 ) -> None:
     """A watermarked aggregation (each window's keys collected in state, update mode), with two-phase
-    commit: Spark runs no-data batches (its batch id moves while this source reads nothing) and
-    replays a crashed batch from the state of the batch before. The driver is killed twice at a
-    moment and the query restarted each time: every record must be in its window's state once."""
+    commit: a crashed batch is replayed from the state of the batch before. The driver is killed twice
+    at a moment and the query restarted each time: every record must be in its window's state once."""
     topic, group = prepare(broker, fresh_name, records=3000)
     shape = {"watermark": True, "options": {"maxRecordsPerTrigger": 300}}
-    for crash, after_s in enumerate((1.5, 3.0)):
-        stream(
-            broker,
-            tmp_path,
-            topic,
-            group,
-            "two-phase-commit",
-            3000,
-            failure="F4r",
-            inject_after_s=after_s,
-            marker=str(tmp_path / f"crash-{crash}"),
-            killed=True,
-            **shape,
-        )
+    crash_at_moments(broker, tmp_path, topic, group, "two-phase-commit", 3000, (1.5, 3.0), **shape)
     landed = stream(broker, tmp_path, topic, group, "two-phase-commit", 3000, timeout_s=240, **shape)
     check("wmF", "two-phase-commit", landed, 3000, tmp_path)
     assert landed["restarts"] == 0, landed
