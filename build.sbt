@@ -1,7 +1,8 @@
 // The build of the kafka-share source for Spark Structured Streaming.
 //   connector   (jvm/)               the product: one jar with kafka-clients shaded inside, no Spark classes
 //   harness     (tests/harness/)     test support: a real Kafka broker in its own JVM, topic and group helpers
-//   integration (tests/integration/) Scala tests against that broker
+//   integration (tests/integration/) Scala tests against that broker: client smoke tests, and stream
+//                                    suites that run the connector in a Spark session in the test JVM
 // Every version comes from versions.properties.
 
 val pins: Map[String, String] = {
@@ -41,7 +42,7 @@ lazy val connector = project
   .settings(
     name := "spark-kafka-share",
     libraryDependencies ++= Seq(
-      "org.apache.spark" %% "spark-sql"     % pin("spark") % Provided,
+      "org.apache.spark" %% "spark-sql"     % pin("spark")     % Provided,
       ("org.apache.kafka" % "kafka-clients" % pin("kafka.clients")).excludeAll(providedBySpark: _*),
       "org.scalatest"    %% "scalatest"     % pin("scalatest") % Test
     ),
@@ -59,35 +60,35 @@ lazy val connector = project
       ShadeRule.rename("org.apache.kafka.**" -> s"$shadedKafkaPackage.@1").inAll
     ),
     assemblyPackageScala / assembleArtifact := false,
-    assembly / assemblyJarName := s"${name.value}_${scalaBinaryVersion.value}-${version.value}.jar",
+    assembly / assemblyJarName              := s"${name.value}_${scalaBinaryVersion.value}-${version.value}.jar",
     // The plain jar (no kafka-clients inside) would have the same name: keep it out of the way.
     Compile / packageBin / artifactPath := crossTarget.value / "plain" / s"${name.value}_${scalaBinaryVersion.value}-${version.value}.jar",
-    assembly / test := {},
+    assembly / test                     := {},
     // `connector/publish` writes a Maven repository to target/maven-repo (the tests use it with
     // `spark-submit --packages ... --repositories file://...`). The published jar is the shaded one,
     // so the pom names no dependency: kafka-clients is inside, Spark is the cluster's own.
     Compile / packageBin / publishArtifact := false,
     Compile / packageDoc / publishArtifact := false,
     addArtifact(Compile / packageBin / artifact, assembly),
-    publishMavenStyle := true,
+    publishMavenStyle    := true,
     publishConfiguration := publishConfiguration.value.withOverwrite(true), // a rebuild replaces the local copy
-    publishTo := Some(MavenCache("kafka-share-local", buildOut.value / "maven-repo")),
+    publishTo            := Some(MavenCache("kafka-share-local", buildOut.value / "maven-repo")),
     pomPostProcess := { node =>
       import scala.xml.{Elem, Node => XNode}
       import scala.xml.transform.{RewriteRule, RuleTransformer}
       new RuleTransformer(new RewriteRule {
         override def transform(n: XNode): Seq[XNode] = n match {
           case e: Elem if e.label == "dependencies" => Nil
-          case other                               => other
+          case other                                => other
         }
       }).transform(node).head
     },
-    licenses := Seq("Apache-2.0" -> url("https://www.apache.org/licenses/LICENSE-2.0")),
+    licenses    := Seq("Apache-2.0" -> url("https://www.apache.org/licenses/LICENSE-2.0")),
     description := "Kafka share groups (KIP-932) as a Spark Structured Streaming source: format(\"kafka-share\")",
     assembly / assemblyMergeStrategy := {
-      case PathList("module-info.class")                        => MergeStrategy.discard
+      case PathList("module-info.class")                            => MergeStrategy.discard
       case PathList("META-INF", "versions", _, "module-info.class") => MergeStrategy.discard
-      case PathList("META-INF", "services", _*)                 => MergeStrategy.filterDistinctLines
+      case PathList("META-INF", "services", _*)                     => MergeStrategy.filterDistinctLines
       case PathList("META-INF", f) if f.endsWith(".SF") || f.endsWith(".DSA") || f.endsWith(".RSA") =>
         MergeStrategy.discard
       case other => (assembly / assemblyMergeStrategy).value(other)
@@ -95,16 +96,19 @@ lazy val connector = project
   )
 
 val fetchBrokers = taskKey[Seq[File]](
-  "Resolves each test broker version (kafka_2.13 plus an SLF4J binding) and writes target/brokers/<version>/classpath.txt")
+  "Resolves each test broker version (kafka_2.13 plus an SLF4J binding) and writes target/brokers/<version>/classpath.txt"
+)
 val fetchBenchTools = taskKey[File](
-  "Resolves kafka-tools (ShareConsumerPerformance) of the newest test broker and writes target/bench/tools.classpath")
+  "Resolves kafka-tools (ShareConsumerPerformance) of the newest test broker and writes target/bench/tools.classpath"
+)
 val exportHarnessClasspath = taskKey[File](
-  "Writes the harness class path to target/harness.classpath for the Makefile and the Python tests")
+  "Writes the harness class path to target/harness.classpath for the Makefile and the Python tests"
+)
 
 lazy val harness = project
   .in(file("tests/harness"))
   .settings(
-    name := "kafka-share-test-harness",
+    name           := "kafka-share-test-harness",
     publish / skip := true,
     libraryDependencies ++= Seq(
       "org.apache.kafka" % "kafka-clients" % pin("kafka.clients"),
@@ -120,8 +124,8 @@ lazy val harness = project
           // kafka-tools-api holds command-line tool interfaces the broker does not load, and
           // 4.4.0's pom is missing from Maven Central: leave it out for every version.
           val modules = Seq(
-            ("org.apache.kafka" % "kafka_2.13" % v).exclude("org.apache.kafka", "kafka-tools-api"),
-            "org.slf4j"        % "slf4j-simple" % pin("slf4j")
+            ("org.apache.kafka" % "kafka_2.13"   % v).exclude("org.apache.kafka", "kafka-tools-api"),
+            "org.slf4j"         % "slf4j-simple" % pin("slf4j")
           )
           val jars = modules.flatMap { m =>
             resolver.retrieve(m, scalaModuleInfo = None, dir / "retrieved", log) match {
@@ -140,7 +144,7 @@ lazy val harness = project
     // The benchmark's baseline: Kafka's own share consumer tool in its own JVM, with its own class
     // path (kafka-tools of the version pinned as kafka.tools: 4.4.0 is not on Maven Central).
     fetchBenchTools := {
-      val out  = buildOut.value / "bench" / "tools.classpath"
+      val out = buildOut.value / "bench" / "tools.classpath"
       val jars = Seq("org.apache.kafka" % "kafka-tools" % pin("kafka.tools"), "org.slf4j" % "slf4j-simple" % pin("slf4j")).flatMap { m =>
         dependencyResolution.value.retrieve(m, scalaModuleInfo = None, buildOut.value / "bench" / "retrieved", streams.value.log) match {
           case Left(warning) => throw warning.resolveException
@@ -159,23 +163,78 @@ lazy val harness = project
     }
   )
 
+// Spark on Java 17 needs these (as Spark's own launcher passes them): the in-JVM stream suites run Spark.
+val sparkJavaOptions = Seq(
+  "-XX:+IgnoreUnrecognizedVMOptions",
+  "-Djdk.reflect.useDirectMethodHandle=false",
+  "-Dio.netty.tryReflectionSetAccessible=true"
+) ++ Seq(
+  "java.lang",
+  "java.lang.invoke",
+  "java.lang.reflect",
+  "java.io",
+  "java.net",
+  "java.nio",
+  "java.util",
+  "java.util.concurrent",
+  "java.util.concurrent.atomic",
+  "jdk.internal.ref",
+  "sun.nio.ch",
+  "sun.nio.cs",
+  "sun.security.action",
+  "sun.util.calendar"
+).map(p => s"--add-opens=java.base/$p=ALL-UNNAMED")
+
 lazy val integration = project
   .in(file("tests/integration"))
-  .dependsOn(harness)
+  .dependsOn(harness, connector)
   .settings(
-    name := "kafka-share-integration-tests",
+    name           := "kafka-share-integration-tests",
     publish / skip := true,
-    libraryDependencies += "org.scalatest" %% "scalatest" % pin("scalatest") % Test,
+    libraryDependencies ++= Seq(
+      "org.scalatest" %% "scalatest" % pin("scalatest") % Test,
+      // The stream suites run the connector (unshaded, from its classes) in a real Spark session, on the
+      // Spark line the connector compiles against; pytest runs the shaded jar on the newest pyspark.
+      "org.apache.spark" %% "spark-sql" % pin("spark") % Test
+    ),
+    // Spark brings its own SLF4J binding (log4j); the harness's simple one would be a second.
+    excludeDependencies += ExclusionRule("org.slf4j", "slf4j-simple"),
     Test / fork := true,
-    Test / javaOptions ++= Seq(
+    Test / javaOptions ++= sparkJavaOptions ++ Seq(
+      "-Xmx3g",
       s"-Dkafkashare.root=${(LocalRootProject / baseDirectory).value}",
       s"-Dkafkashare.broker.versions=${brokerVersions.mkString(",")}"
     ),
     Test / testOptions += Tests.Argument(TestFrameworks.ScalaTest, "-oD"),
-    Test / test := (Test / test).dependsOn(harness / fetchBrokers).value
+    // Suites run side by side in the one test JVM (tests within a suite one after another): most of a
+    // stream test is waiting for batches, locks and polls, and each test has its own topic and group.
+    Test / testForkedParallel := true,
+    Test / test               := (Test / test).dependsOn(harness / fetchBrokers).value
   )
+
+val fetchScalafmt = taskKey[File](
+  "Resolves scalafmt's command line (the version pinned as scalafmt) and writes target/scalafmt.classpath"
+)
 
 lazy val root = project
   .in(file("."))
   .aggregate(connector, harness, integration)
-  .settings(publish / skip := true)
+  .settings(
+    publish / skip := true,
+    // The formatter runs as its own command line (`make lint`, `make format`): no sbt plugin, so that
+    // its version does not tie the sbt version.
+    fetchScalafmt := {
+      val out = buildOut.value / "scalafmt.classpath"
+      val jars = dependencyResolution.value.retrieve(
+        "org.scalameta" % "scalafmt-cli_2.13" % pin("scalafmt"),
+        scalaModuleInfo = None,
+        buildOut.value / "scalafmt" / "retrieved",
+        streams.value.log
+      ) match {
+        case Left(warning) => throw warning.resolveException
+        case Right(files)  => files.filter(_.getName.endsWith(".jar"))
+      }
+      IO.write(out, jars.map(_.getAbsolutePath).sorted.mkString(java.io.File.pathSeparator))
+      out
+    }
+  )

@@ -1,13 +1,19 @@
 """The Kafka test harness (tests/harness, Scala) driven from Python through its command line.
 
 The build writes target/harness.classpath and target/brokers/<version>/classpath.txt
-(`make build`); each call here is one short JVM.
+(`make build`). Calls go to long-lived harness JVMs (`HarnessCli serve`), one per concurrent caller
+of this process, started on first use: a JVM per call cost about a second each.
 """
 
 from __future__ import annotations
 
+import atexit
 import json
+import os
+import select
 import subprocess
+import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -29,14 +35,94 @@ def broker_versions() -> list[str]:
     return pins()["kafka.broker.versions"].split()
 
 
+class _HarnessServer:
+    """One `HarnessCli serve` JVM: a command per line (arguments separated by tabs), answered by its
+    output and a line `@@harness-done <status>`. Its standard error goes to a log file."""
+
+    END = "@@harness-done"
+
+    def __init__(self) -> None:
+        classpath = (ROOT / "target" / "harness.classpath").read_text().strip()
+        logs = ROOT / "target" / "test-results" / "harness-logs"
+        logs.mkdir(parents=True, exist_ok=True)
+        self.log = logs / f"harness-{os.getpid()}-{id(self)}.log"
+        with self.log.open("a") as log:  # the child keeps its own copy of the file
+            self.process = subprocess.Popen(
+                [
+                    "java",
+                    "-Xmx256m",
+                    f"-Dkafkashare.root={ROOT}",
+                    "-cp",
+                    classpath,
+                    "io.github.kafkashare.testkit.HarnessCli",
+                    "serve",
+                ],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=log,
+            )
+
+    def call(self, args: tuple[str, ...], timeout: float) -> tuple[int, str]:
+        assert self.process.stdin is not None and self.process.stdout is not None
+        self.process.stdin.write(("\t".join(args) + "\n").encode())
+        self.process.stdin.flush()
+        # Raw reads from the pipe: a buffered reader could hold the answer's end while select() waits.
+        deadline, received, out = time.monotonic() + timeout, b"", self.process.stdout.fileno()
+        end_line = b"\n" + self.END.encode() + b" "
+        while True:
+            # With a newline in front, the end line is found alike after output and after none.
+            answer = b"\n" + received
+            end = answer.rfind(end_line)
+            if end >= 0 and answer.endswith(b"\n"):
+                return int(answer[end + len(end_line) :]), received[:end].decode(errors="replace")
+            readable, _, _ = select.select([out], [], [], max(0.0, deadline - time.monotonic()))
+            if not readable:
+                self.close(kill=True)
+                raise TimeoutError(f"harness {' '.join(args)}: no answer in {timeout} s (log: {self.log})")
+            chunk = os.read(out, 65536)
+            if not chunk:
+                self.close(kill=True)
+                raise RuntimeError(f"harness JVM ended during {' '.join(args)} (log: {self.log})")
+            received += chunk
+
+    def close(self, kill: bool = False) -> None:
+        if not kill and self.process.stdin is not None:
+            self.process.stdin.close()  # the server ends at the end of its input
+            try:
+                self.process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                kill = True
+        if kill:
+            self.process.kill()
+            self.process.wait()
+
+
+_idle: list[_HarnessServer] = []
+_idle_lock = threading.Lock()
+
+
+@atexit.register
+def _close_servers() -> None:
+    with _idle_lock:
+        while _idle:
+            _idle.pop().close()
+
+
 def harness(*args: str, timeout: float = 180) -> str:
-    """Runs one HarnessCli command and returns its standard output; raises with its stderr on failure."""
-    classpath = (ROOT / "target" / "harness.classpath").read_text().strip()
-    command = ["java", f"-Dkafkashare.root={ROOT}", "-cp", classpath, "io.github.kafkashare.testkit.HarnessCli", *args]
-    done = subprocess.run(command, capture_output=True, text=True, timeout=timeout)
-    if done.returncode != 0:
-        raise RuntimeError(f"harness {' '.join(args)} failed ({done.returncode}):\n{done.stderr[-4000:]}")
-    return done.stdout.strip()
+    """Runs one HarnessCli command and returns its standard output; raises with its error on failure.
+    A caller takes an idle server or starts one, so that concurrent calls (a producer thread) never wait
+    for each other."""
+    if any("\t" in a or "\n" in a for a in args):
+        raise ValueError(f"harness arguments may hold no tab or newline: {args!r}")
+    with _idle_lock:
+        server = _idle.pop() if _idle else None
+    server = server or _HarnessServer()
+    status, output = server.call(args, timeout)  # a timeout kills the server: it is not given back
+    with _idle_lock:
+        _idle.append(server)
+    if status != 0:
+        raise RuntimeError(f"harness {' '.join(args)} failed ({status}):\n{output[-4000:]}")
+    return output.strip()
 
 
 @dataclass

@@ -11,7 +11,9 @@ object ConnectorInfo {
   lazy val version: String = {
     val props = new Properties
     val in    = getClass.getResourceAsStream("version.properties")
-    if (in != null) try props.load(in) finally in.close()
+    if (in != null)
+      try props.load(in)
+      finally in.close()
     props.getProperty("version", "unknown")
   }
 

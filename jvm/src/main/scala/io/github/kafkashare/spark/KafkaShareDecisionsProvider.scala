@@ -29,8 +29,10 @@ final class KafkaShareDecisionsProvider extends TableProvider with DataSourceReg
     val options = properties.asScala.map { case (k, v) => k.toLowerCase(Locale.ROOT) -> v.trim }
     val group = options.get(OptionDeclarations.GroupId.toLowerCase(Locale.ROOT)).filter(_.nonEmpty)
       .getOrElse(throw ShareSourceErrors.missingOption(OptionDeclarations.GroupId, "orders-processing"))
-    val batch = options.get("batchid").map(v => v.toLongOption.filter(_ >= 0)
-      .getOrElse(throw ShareSourceErrors.invalidValue("batchId", v, "the batch id foreachBatch received")))
+    val batch = options.get("batchid").map(v =>
+      v.toLongOption.filter(_ >= 0)
+        .getOrElse(throw ShareSourceErrors.invalidValue("batchId", v, "the batch id foreachBatch received"))
+    )
       .getOrElse(throw ShareSourceErrors.missingOption("batchId", "3"))
     new DecisionsTable(group, batch)
   }

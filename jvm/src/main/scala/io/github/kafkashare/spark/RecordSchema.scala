@@ -9,7 +9,8 @@ import org.apache.spark.sql.types._
 object RecordSchema {
 
   val headersType: ArrayType = ArrayType(
-    StructType(Seq(StructField("key", StringType), StructField("value", BinaryType))))
+    StructType(Seq(StructField("key", StringType), StructField("value", BinaryType)))
+  )
 
   private val base = Seq(
     StructField("key", BinaryType),
@@ -19,7 +20,8 @@ object RecordSchema {
     StructField("offset", LongType),
     StructField("timestamp", TimestampType),
     StructField("timestampType", IntegerType),
-    StructField("deliveryCount", IntegerType))
+    StructField("deliveryCount", IntegerType)
+  )
 
   def apply(includeHeaders: Boolean): StructType =
     StructType(if (includeHeaders) base :+ StructField("headers", headersType) else base)

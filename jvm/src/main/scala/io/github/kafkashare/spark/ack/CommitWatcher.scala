@@ -36,8 +36,14 @@ import org.apache.spark.internal.Logging
 final class CommitWatcher(clock: Clock, pool: ShareConsumerPool) extends Logging {
   import CommitWatcher._
 
-  private final case class Hold(consumer: PooledShareConsumer, commitFile: Path, conf: SerializableHadoopConf,
-      deadlineNanos: Long, explicit: Option[ExplicitDecisions], done: DoneMark)
+  private final case class Hold(
+      consumer: PooledShareConsumer,
+      commitFile: Path,
+      conf: SerializableHadoopConf,
+      deadlineNanos: Long,
+      explicit: Option[ExplicitDecisions],
+      done: DoneMark
+  )
 
   private final class Counters { val accepted, released, rejected = new AtomicLong }
 
@@ -45,8 +51,14 @@ final class CommitWatcher(clock: Clock, pool: ShareConsumerPool) extends Logging
   private val counts = new ConcurrentHashMap[ConsumerKey, Counters]()
 
   /** Holds `consumer` (with its acquired records) until `commitFile` exists or `maxHoldMs` passes. */
-  def holdUntilCommitted(consumer: PooledShareConsumer, commitFile: Path, conf: SerializableHadoopConf, maxHoldMs: Long,
-      explicit: Option[ExplicitDecisions], done: DoneMark): Unit = {
+  def holdUntilCommitted(
+      consumer: PooledShareConsumer,
+      commitFile: Path,
+      conf: SerializableHadoopConf,
+      maxHoldMs: Long,
+      explicit: Option[ExplicitDecisions],
+      done: DoneMark
+  ): Unit = {
     pool.expectBack(consumer)
     holds.add(Hold(consumer, commitFile, conf, clock.nanoTime() + TimeUnit.MILLISECONDS.toNanos(maxHoldMs), explicit, done))
   }
@@ -100,7 +112,7 @@ final class CommitWatcher(clock: Clock, pool: ShareConsumerPool) extends Logging
         logWarning(s"the broker refused the acknowledgements of ${hold.commitFile.getName}'s held records of $t-$p " +
           s"(${e.getMessage}): their locks ran out first; they will be delivered again and, pinned, dropped by this query")
       }
-      val c    = counts.computeIfAbsent(consumer.key, _ => new Counters)
+      val c = counts.computeIfAbsent(consumer.key, _ => new Counters)
       c.accepted.addAndGet(made.getOrElse(Decision.Accept, 0).toLong)
       c.released.addAndGet(made.getOrElse(Decision.Release, 0).toLong)
       c.rejected.addAndGet(made.getOrElse(Decision.Reject, 0).toLong)
@@ -143,8 +155,14 @@ object CommitWatcher {
     started
   }
 
-  def holdUntilCommitted(consumer: PooledShareConsumer, commitFile: Path, conf: SerializableHadoopConf, maxHoldMs: Long,
-      explicit: Option[ExplicitDecisions], done: DoneMark): Unit =
+  def holdUntilCommitted(
+      consumer: PooledShareConsumer,
+      commitFile: Path,
+      conf: SerializableHadoopConf,
+      maxHoldMs: Long,
+      explicit: Option[ExplicitDecisions],
+      done: DoneMark
+  ): Unit =
     shared.holdUntilCommitted(consumer, commitFile, conf, maxHoldMs, explicit, done)
 
   /** What this JVM's watcher acknowledged for `key` since the last call (nothing before its first hold). */

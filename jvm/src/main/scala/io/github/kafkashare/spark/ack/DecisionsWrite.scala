@@ -47,13 +47,17 @@ final class DecisionsTable(groupId: String, batch: Long) extends Table with Supp
 
 object DecisionsTable {
   val Schema: StructType = StructType(Seq(
-    StructField("topic", StringType), StructField("partition", IntegerType), StructField("offset", LongType),
-    StructField("decision", StringType)))
+    StructField("topic", StringType),
+    StructField("partition", IntegerType),
+    StructField("offset", LongType),
+    StructField("decision", StringType)
+  ))
 
   /** Ordinals of topic, partition, offset and decision in `schema`, or a clear error. */
   def columnsOf(schema: StructType): DecisionColumns = {
     def ordinal(field: StructField): Option[Int] = schema.fields.indexWhere(f =>
-      f.name.equalsIgnoreCase(field.name) && f.dataType == field.dataType) match { case -1 => None; case i => Some(i) }
+      f.name.equalsIgnoreCase(field.name) && f.dataType == field.dataType
+    ) match { case -1 => None; case i => Some(i) }
     Schema.fields.map(ordinal) match {
       case Array(Some(t), Some(p), Some(o), Some(d)) => DecisionColumns(t, p, o, d)
       case _ => throw ShareSourceErrors.decisionColumns(schema.fields.map(f => s"${f.name} ${f.dataType.simpleString}").mkString(", "))
@@ -96,22 +100,21 @@ final class DecisionsBatchWrite(log: DecisionLog, batch: Long, columns: Decision
 
   override def commit(messages: Array[WriterCommitMessage]): Unit = {
     val written = messages.collect { case m: DecisionFileWritten => m }
-    log.writeManifest(batch, written.map(_.file).toSeq,
-      written.foldLeft(TopicPartitionRanges.empty)((acc, m) => acc.union(m.released)))
+    log.writeManifest(batch, written.map(_.file).toSeq, written.foldLeft(TopicPartitionRanges.empty)((acc, m) => acc.union(m.released)))
   }
 
   // Files of a failed call are never named by a manifest, so nothing reads them.
   override def abort(messages: Array[WriterCommitMessage]): Unit = ()
 }
 
-final class DecisionsWriterFactory(log: DecisionLog, batch: Long, columns: DecisionColumns, inBatch: BatchMembership,
-    callId: String) extends DataWriterFactory {
+final class DecisionsWriterFactory(log: DecisionLog, batch: Long, columns: DecisionColumns, inBatch: BatchMembership, callId: String)
+    extends DataWriterFactory {
   override def createWriter(partitionId: Int, taskId: Long): DataWriter[InternalRow] =
     new DecisionsWriter(log, batch, columns, inBatch, s"$callId-$partitionId-$taskId")
 }
 
-final class DecisionsWriter(log: DecisionLog, batch: Long, columns: DecisionColumns, inBatch: BatchMembership,
-    file: String) extends DataWriter[InternalRow] {
+final class DecisionsWriter(log: DecisionLog, batch: Long, columns: DecisionColumns, inBatch: BatchMembership, file: String)
+    extends DataWriter[InternalRow] {
 
   private val decisions = mutable.ArrayBuffer.empty[(Decision, String, Int, Long)]
   private val released  = mutable.Map.empty[(String, Int), mutable.ArrayBuffer[Long]]

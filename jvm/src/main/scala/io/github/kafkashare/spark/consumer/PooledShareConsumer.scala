@@ -58,7 +58,7 @@ final class PooledShareConsumer(val key: ConsumerKey) {
 
   /** How many times the pool handed it out: 1 for a consumer created for the borrowing task. */
   private[consumer] var borrows: Long = 0L
-  def newlyCreated: Boolean = borrows <= 1
+  def newlyCreated: Boolean           = borrows <= 1
 
   /** Out with a commit watcher, which gives it back or discards it (ShareConsumerPool.expectBack). */
   @volatile private[consumer] var expectedBack = false
@@ -69,7 +69,7 @@ final class PooledShareConsumer(val key: ConsumerKey) {
   // Set while the client's buffer may hold acquired records that no poll returned yet (see above):
   // the earliest moment they can have been acquired. Only the polling thread reads it.
   private var unreturnedSince: Option[Long] = None
-  val maxPollRecords: Int = key.params.get("max.poll.records").flatMap(_.toIntOption).getOrElse(500)
+  val maxPollRecords: Int                   = key.params.get("max.poll.records").flatMap(_.toIntOption).getOrElse(500)
 
   /**
    * Since when what it holds in the pool has been locked: its carry's age counts, not only its idle
@@ -99,10 +99,10 @@ final class PooledShareConsumer(val key: ConsumerKey) {
     }
     if (topics.isEmpty) return PooledShareConsumer.Polled(Nil, System.nanoTime, fromCarry = false) // a pattern matching nothing
     if (topics.toSet != subscribed) { consumer.subscribe(topics.asJava); subscribed = topics.toSet }
-    val waitMs   = if (joined) timeoutMs else math.max(timeoutMs, PooledShareConsumer.JoinTimeoutMs)
-    val deadline = System.nanoTime + waitMs * 1000000L
-    var records  = Seq.empty[Record]
-    var lastCall = System.nanoTime
+    val waitMs          = if (joined) timeoutMs else math.max(timeoutMs, PooledShareConsumer.JoinTimeoutMs)
+    val deadline        = System.nanoTime + waitMs * 1000000L
+    var records         = Seq.empty[Record]
+    var lastCall        = System.nanoTime
     val responsesBefore = fetchResponses
     while (records.isEmpty && System.nanoTime < deadline) {
       val remainingMs = math.max(1L, (deadline - System.nanoTime) / 1000000L)
@@ -118,15 +118,15 @@ final class PooledShareConsumer(val key: ConsumerKey) {
     // the last call. Without a response they came from the client's buffer (the client fetches only
     // once its buffer is empty, and acknowledgements were all sent before this poll), as old as the
     // response that brought them.
-    val fresh      = lastCall - PooledShareConsumer.InFlightMarginNanos
+    val fresh = lastCall - PooledShareConsumer.InFlightMarginNanos
     val acquiredAt = unreturnedSince match {
       case Some(since) if !(fetchResponses > responsesBefore) => since
       case _                                                  => fresh
     }
     unreturnedSince =
       if (records.isEmpty) Some(System.nanoTime - PooledShareConsumer.InFlightMarginNanos) // a fetch may still answer
-      else if (records.size >= maxPollRecords) Some(acquiredAt)                           // the rest may be buffered
-      else None                                                                           // the buffer ran dry
+      else if (records.size >= maxPollRecords) Some(acquiredAt)                            // the rest may be buffered
+      else None                                                                            // the buffer ran dry
     PooledShareConsumer.Polled(records, acquiredAt, fromCarry = false)
   }
 
@@ -220,7 +220,6 @@ object PooledShareConsumer {
  * @param query        the query's checkpoint location (two running queries never share one)
  * @param idleCloseMs  how long one may wait in the pool unused before it is closed (see [[ShareConsumerPool]])
  */
-final case class ConsumerKey(groupId: String, params: Map[String, String], idleCloseMs: Long, subscription: String,
-    query: String) {
+final case class ConsumerKey(groupId: String, params: Map[String, String], idleCloseMs: Long, subscription: String, query: String) {
   override def toString: String = s"ConsumerKey($groupId, $subscription, ${params.size} settings)" // settings may hold secrets
 }

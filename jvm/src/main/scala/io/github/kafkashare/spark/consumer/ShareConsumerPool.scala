@@ -64,7 +64,7 @@ final class ShareConsumerPool(clock: Clock, open: ConsumerKey => PooledShareCons
   }
 
   private def takeIdle(key: ConsumerKey): PooledShareConsumer = {
-    val queue = idle.get(key)
+    val queue                      = idle.get(key)
     var found: PooledShareConsumer = null
     while (found == null && queue != null && !queue.isEmpty) {
       val c = queue.pollFirst()
@@ -105,7 +105,8 @@ final class ShareConsumerPool(clock: Clock, open: ConsumerKey => PooledShareCons
     }
 
   def discard(consumer: PooledShareConsumer): Unit =
-    try { cameBack(consumer); consumer.close() } catch { case NonFatal(e) => logWarning("closing a share consumer failed", e) }
+    try { cameBack(consumer); consumer.close() }
+    catch { case NonFatal(e) => logWarning("closing a share consumer failed", e) }
 
   /** Closes the idle consumers of `key` (a query stopped): what they fetched ahead goes back to the group. */
   def closeIdle(key: ConsumerKey): Unit = Option(idle.get(key)).foreach(drain)
@@ -155,22 +156,29 @@ object ShareConsumerPool extends Logging {
    * thread, a round every second) and a shutdown hook that closes what is idle.
    */
   lazy val shared: ShareConsumerPool = {
-    val pool    = new ShareConsumerPool(Clock.System, new PooledShareConsumer(_))
+    val pool = new ShareConsumerPool(Clock.System, new PooledShareConsumer(_))
     val evictor = Executors.newSingleThreadScheduledExecutor { r =>
       val t = new Thread(r, "kafka-share-consumer-evictor"); t.setDaemon(true); t
     }
-    evictor.scheduleWithFixedDelay(() => try pool.evictIdle() catch {
-      case NonFatal(e) => logWarning("closing idle share consumers failed", e)
-    }, 1, 1, TimeUnit.SECONDS)
+    evictor.scheduleWithFixedDelay(
+      () =>
+        try pool.evictIdle()
+        catch {
+          case NonFatal(e) => logWarning("closing idle share consumers failed", e)
+        },
+      1,
+      1,
+      TimeUnit.SECONDS
+    )
     sys.addShutdownHook(pool.closeAll())
     pool
   }
 
-  def borrow(key: ConsumerKey): PooledShareConsumer               = shared.borrow(key)
-  def giveBack(consumer: PooledShareConsumer): Unit               = shared.giveBack(consumer)
-  def discard(consumer: PooledShareConsumer): Unit                = shared.discard(consumer)
-  def expectBack(consumer: PooledShareConsumer): Unit             = shared.expectBack(consumer)
-  def closeIdle(key: ConsumerKey): Unit                           = shared.closeIdle(key)
-  def watchStop(key: ConsumerKey, markers: SourceMarkers): Unit   = shared.watchStop(key, markers)
-  def consumersCreated: Long                                      = shared.consumersCreated
+  def borrow(key: ConsumerKey): PooledShareConsumer             = shared.borrow(key)
+  def giveBack(consumer: PooledShareConsumer): Unit             = shared.giveBack(consumer)
+  def discard(consumer: PooledShareConsumer): Unit              = shared.discard(consumer)
+  def expectBack(consumer: PooledShareConsumer): Unit           = shared.expectBack(consumer)
+  def closeIdle(key: ConsumerKey): Unit                         = shared.closeIdle(key)
+  def watchStop(key: ConsumerKey, markers: SourceMarkers): Unit = shared.watchStop(key, markers)
+  def consumersCreated: Long                                    = shared.consumersCreated
 }

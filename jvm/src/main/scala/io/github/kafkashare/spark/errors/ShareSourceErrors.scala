@@ -46,34 +46,56 @@ object ShareSourceErrors {
     error(s"topic(s) ${topics.mkString(", ")} do not exist on $bootstrap; create them, or fix option 'subscribe'")
 
   def brokerUnreachable(bootstrap: String, timeoutMs: Long, cause: Throwable): ShareSourceException =
-    error(s"no Kafka broker answered at '$bootstrap' (option 'kafka.bootstrap.servers') within $timeoutMs ms; " +
-      "check the address and that the broker is running", cause)
+    error(
+      s"no Kafka broker answered at '$bootstrap' (option 'kafka.bootstrap.servers') within $timeoutMs ms; " +
+        "check the address and that the broker is running",
+      cause
+    )
 
   // The broker's own message says which mechanism failed; it never holds the password.
   def authenticationFailed(bootstrap: String, cause: Throwable): ShareSourceException =
-    error(s"the Kafka cluster at '$bootstrap' refused the credentials (${cause.getClass.getSimpleName}: " +
-      s"${cause.getMessage}). Check options 'kafka.security.protocol', 'kafka.sasl.mechanism' and the user name and " +
-      "password in 'kafka.sasl.jaas.config' (or the 'kafka.ssl.*' key and trust stores)", cause)
+    error(
+      s"the Kafka cluster at '$bootstrap' refused the credentials (${cause.getClass.getSimpleName}: " +
+        s"${cause.getMessage}). Check options 'kafka.security.protocol', 'kafka.sasl.mechanism' and the user name and " +
+        "password in 'kafka.sasl.jaas.config' (or the 'kafka.ssl.*' key and trust stores)",
+      cause
+    )
 
   def notAuthorized(bootstrap: String, group: String, cause: Throwable): ShareSourceException =
-    error(s"the Kafka cluster at '$bootstrap' denied an operation (${cause.getMessage}). The user needs READ and " +
-      s"DESCRIBE on the topics, READ on group '$group' and DESCRIBE_CONFIGS/ALTER_CONFIGS on it for startingOffsets", cause)
+    error(
+      s"the Kafka cluster at '$bootstrap' denied an operation (${cause.getMessage}). The user needs READ and " +
+        s"DESCRIBE on the topics, READ on group '$group' and DESCRIBE_CONFIGS/ALTER_CONFIGS on it for startingOffsets",
+      cause
+    )
 
   def shareGroupsDisabled(bootstrap: String, cause: Throwable): ShareSourceException =
-    error(s"the Kafka cluster at '$bootstrap' does not serve share groups (KIP-932). Kafka 4.2 and later enable " +
-      "them by default; on Kafka 4.1 run `kafka-features.sh --bootstrap-server <broker> upgrade --feature share.version=1` " +
-      "(or format new storage with --feature share.version=1). Kafka 4.0 and earlier cannot serve this source", cause)
+    error(
+      s"the Kafka cluster at '$bootstrap' does not serve share groups (KIP-932). Kafka 4.2 and later enable " +
+        "them by default; on Kafka 4.1 run `kafka-features.sh --bootstrap-server <broker> upgrade --feature share.version=1` " +
+        "(or format new storage with --feature share.version=1). Kafka 4.0 and earlier cannot serve this source",
+      cause
+    )
 
   def dataLost(topic: String, partition: Int, from: Long, to: Long, earliest: Long): ShareSourceException =
     error(s"records $topic-$partition offsets $from..$to, pinned to a batch that must run again, are no longer in " +
       s"the topic (its earliest offset is now $earliest: retention or compaction removed them). The batch cannot be " +
       "replayed as it was; raise the topic's retention, or set failOnDataLoss=false to replay what is left")
 
-  def replayStalled(topic: String, partition: Int, from: Long, to: Long, bootstrap: String, seconds: Long,
-      cause: Throwable = null): ShareSourceException =
-    error(s"replaying records $topic-$partition offsets $from..$to, pinned to a batch that must run again, got no record " +
-      s"for $seconds s from '$bootstrap' (option 'kafka.bootstrap.servers'). Check that the brokers are up and that the " +
-      "topic still exists; a deleted topic's records cannot be replayed (start the query with a new checkpointLocation)", cause)
+  def replayStalled(
+      topic: String,
+      partition: Int,
+      from: Long,
+      to: Long,
+      bootstrap: String,
+      seconds: Long,
+      cause: Throwable = null
+  ): ShareSourceException =
+    error(
+      s"replaying records $topic-$partition offsets $from..$to, pinned to a batch that must run again, got no record " +
+        s"for $seconds s from '$bootstrap' (option 'kafka.bootstrap.servers'). Check that the brokers are up and that the " +
+        "topic still exists; a deleted topic's records cannot be replayed (start the query with a new checkpointLocation)",
+      cause
+    )
 
   def corruptLog(path: String, detail: String): ShareSourceException =
     error(s"the acquisition log file $path is not valid ($detail). It belongs to the query's checkpoint; " +
@@ -85,9 +107,12 @@ object ShareSourceErrors {
       s"$json. Run the query with the connector version that wrote the checkpoint, or a newer one")
 
   def badOffsetJson(json: String, cause: Throwable): ShareSourceException =
-    error(s"cannot read the kafka-share offset '$json' from the checkpoint; expected for example " +
-      """{"version":2,"batch":3,"tasks":4,"cluster":"q1ShRk0VQ3aZ","group":"orders-processing",""" +
-      """"topicIds":{"orders":"mK3vKQ3xT9Kc"},"pinned":{"orders":{"0":[[0,99]]}}}""", cause)
+    error(
+      s"cannot read the kafka-share offset '$json' from the checkpoint; expected for example " +
+        """{"version":2,"batch":3,"tasks":4,"cluster":"q1ShRk0VQ3aZ","group":"orders-processing",""" +
+        """"topicIds":{"orders":"mK3vKQ3xT9Kc"},"pinned":{"orders":{"0":[[0,99]]}}}""",
+      cause
+    )
 
   def groupChanged(recorded: String, now: String): ShareSourceException =
     error(s"the checkpoint belongs to share group '$recorded', but option 'kafka.share.group.id' is now '$now'. The " +
@@ -134,6 +159,9 @@ object ShareSourceErrors {
       "records of the batch DataFrame that foreachBatch received")
 
   def deadLetterFailed(topic: String, cause: Throwable): ShareSourceException =
-    error(s"writing poison records to the dead-letter topic '$topic' (option 'kafka.share.deadLetterTopic') failed; " +
-      "check that the topic exists and the client may write to it. The records stay with the group", cause)
+    error(
+      s"writing poison records to the dead-letter topic '$topic' (option 'kafka.share.deadLetterTopic') failed; " +
+        "check that the topic exists and the client may write to it. The records stay with the group",
+      cause
+    )
 }

@@ -16,16 +16,24 @@ abstract class ShareMaxMetric(override val name: String, override val descriptio
   override def aggregateTaskMetrics(values: Array[Long]): String = if (values.isEmpty) "0" else values.max.toString
 }
 
-class RecordsAcquiredMetric     extends ShareSumMetric(ShareSourceMetrics.Acquired, "records acquired from the share group")
-class RecordsAcceptedMetric     extends ShareSumMetric(ShareSourceMetrics.Accepted, "records ACCEPTed")
-class RecordsReleasedMetric     extends ShareSumMetric(ShareSourceMetrics.Released, "records RELEASEd (not pinned: a failed, lost or limited read)")
-class RecordsReplayedMetric     extends ShareSumMetric(ShareSourceMetrics.Replayed, "records re-read from the acquisition log (retries, re-runs, second actions)")
-class RecordsRejectedMetric     extends ShareSumMetric(ShareSourceMetrics.Rejected, "records REJECTed (poison records, explicit decisions)")
-class RedeliveriesDroppedMetric extends ShareSumMetric(ShareSourceMetrics.Dropped, "redeliveries of pinned records dropped (exactly-once strategies)")
-class MaxDeliveryCountMetric    extends ShareMaxMetric(ShareSourceMetrics.MaxDeliveryCount, "highest delivery count seen")
-class LastDeliveryMetric        extends ShareSumMetric(ShareSourceMetrics.AtLastDelivery, "records acquired on their last delivery attempt (share.delivery.count.limit): one more failure and the broker archives them")
-class ConsumersCreatedMetric    extends ShareSumMetric(ShareSourceMetrics.ConsumersCreated, "share consumers created (0 in steady state: the pool reuses them)")
-class LockUsedPercentMetric     extends ShareMaxMetric(ShareSourceMetrics.LockUsedPercent, "share of the lock duration the slowest task held records (%)")
+class RecordsAcquiredMetric extends ShareSumMetric(ShareSourceMetrics.Acquired, "records acquired from the share group")
+class RecordsAcceptedMetric extends ShareSumMetric(ShareSourceMetrics.Accepted, "records ACCEPTed")
+class RecordsReleasedMetric
+    extends ShareSumMetric(ShareSourceMetrics.Released, "records RELEASEd (not pinned: a failed, lost or limited read)")
+class RecordsReplayedMetric
+    extends ShareSumMetric(ShareSourceMetrics.Replayed, "records re-read from the acquisition log (retries, re-runs, second actions)")
+class RecordsRejectedMetric extends ShareSumMetric(ShareSourceMetrics.Rejected, "records REJECTed (poison records, explicit decisions)")
+class RedeliveriesDroppedMetric
+    extends ShareSumMetric(ShareSourceMetrics.Dropped, "redeliveries of pinned records dropped (exactly-once strategies)")
+class MaxDeliveryCountMetric extends ShareMaxMetric(ShareSourceMetrics.MaxDeliveryCount, "highest delivery count seen")
+class LastDeliveryMetric extends ShareSumMetric(
+      ShareSourceMetrics.AtLastDelivery,
+      "records acquired on their last delivery attempt (share.delivery.count.limit): one more failure and the broker archives them"
+    )
+class ConsumersCreatedMetric
+    extends ShareSumMetric(ShareSourceMetrics.ConsumersCreated, "share consumers created (0 in steady state: the pool reuses them)")
+class LockUsedPercentMetric
+    extends ShareMaxMetric(ShareSourceMetrics.LockUsedPercent, "share of the lock duration the slowest task held records (%)")
 
 object ShareSourceMetrics {
   val Acquired         = "recordsAcquired"
@@ -40,9 +48,17 @@ object ShareSourceMetrics {
   val AtLastDelivery   = "recordsAtLastDelivery"
 
   val supported: Array[CustomMetric] = Array(
-    new RecordsAcquiredMetric, new RecordsAcceptedMetric, new RecordsReleasedMetric, new RecordsReplayedMetric,
-    new RecordsRejectedMetric, new RedeliveriesDroppedMetric, new MaxDeliveryCountMetric, new LockUsedPercentMetric,
-    new ConsumersCreatedMetric, new LastDeliveryMetric)
+    new RecordsAcquiredMetric,
+    new RecordsAcceptedMetric,
+    new RecordsReleasedMetric,
+    new RecordsReplayedMetric,
+    new RecordsRejectedMetric,
+    new RedeliveriesDroppedMetric,
+    new MaxDeliveryCountMetric,
+    new LockUsedPercentMetric,
+    new ConsumersCreatedMetric,
+    new LastDeliveryMetric
+  )
 
   def taskMetric(metricName: String, metricValue: Long): CustomTaskMetric = new CustomTaskMetric {
     override def name(): String = metricName
@@ -55,20 +71,27 @@ object ShareSourceMetrics {
  * the driver reads them. A retried task counts again.
  */
 final class QueryTotals(spark: org.apache.spark.SparkContext) extends Serializable {
-  val acquired: LongAccumulator = spark.longAccumulator("kafka-share records acquired")
-  val accepted: LongAccumulator = spark.longAccumulator("kafka-share records accepted")
-  val released: LongAccumulator = spark.longAccumulator("kafka-share records released")
-  val replayed: LongAccumulator = spark.longAccumulator("kafka-share records replayed")
-  val dropped: LongAccumulator  = spark.longAccumulator("kafka-share redeliveries dropped")
-  val rejected: LongAccumulator = spark.longAccumulator("kafka-share records rejected")
+  val acquired: LongAccumulator         = spark.longAccumulator("kafka-share records acquired")
+  val accepted: LongAccumulator         = spark.longAccumulator("kafka-share records accepted")
+  val released: LongAccumulator         = spark.longAccumulator("kafka-share records released")
+  val replayed: LongAccumulator         = spark.longAccumulator("kafka-share records replayed")
+  val dropped: LongAccumulator          = spark.longAccumulator("kafka-share redeliveries dropped")
+  val rejected: LongAccumulator         = spark.longAccumulator("kafka-share records rejected")
   val consumersCreated: LongAccumulator = spark.longAccumulator("kafka-share consumers created")
-  val atLastDelivery: LongAccumulator = spark.longAccumulator("kafka-share records on their last delivery attempt")
+  val atLastDelivery: LongAccumulator   = spark.longAccumulator("kafka-share records on their last delivery attempt")
 
   def asMetrics: Map[String, String] = {
     import ShareSourceMetrics._
-    Map(s"${Acquired}Total" -> acquired.sum, s"${Accepted}Total" -> accepted.sum, s"${Released}Total" -> released.sum,
-      s"${Replayed}Total" -> replayed.sum, s"${Dropped}Total" -> dropped.sum, s"${Rejected}Total" -> rejected.sum,
-      s"${ConsumersCreated}Total" -> consumersCreated.sum, s"${AtLastDelivery}Total" -> atLastDelivery.sum).map { case (k, v) => k -> v.toString }
+    Map(
+      s"${Acquired}Total"         -> acquired.sum,
+      s"${Accepted}Total"         -> accepted.sum,
+      s"${Released}Total"         -> released.sum,
+      s"${Replayed}Total"         -> replayed.sum,
+      s"${Dropped}Total"          -> dropped.sum,
+      s"${Rejected}Total"         -> rejected.sum,
+      s"${ConsumersCreated}Total" -> consumersCreated.sum,
+      s"${AtLastDelivery}Total"   -> atLastDelivery.sum
+    ).map { case (k, v) => k -> v.toString }
   }
 
   def inTransit: QueryTotalsInTransit = new QueryTotalsInTransit(this)
@@ -83,7 +106,8 @@ final class QueryTotalsInTransit(totals: QueryTotals) extends Serializable {
   private val bytes: Array[Byte] = {
     val buffer = new ByteArrayOutputStream
     val out    = new ObjectOutputStream(buffer)
-    try out.writeObject(totals) finally out.close()
+    try out.writeObject(totals)
+    finally out.close()
     buffer.toByteArray
   }
 
@@ -93,13 +117,14 @@ final class QueryTotalsInTransit(totals: QueryTotals) extends Serializable {
       override def resolveClass(desc: ObjectStreamClass): Class[_] =
         Class.forName(desc.getName, false, Thread.currentThread.getContextClassLoader)
     }
-    try in.readObject().asInstanceOf[QueryTotals] finally in.close()
+    try in.readObject().asInstanceOf[QueryTotals]
+    finally in.close()
   }
 }
+
 /** Counters of one read task. */
 final class TaskCounters {
-  var acquired, accepted, released, replayed, dropped, rejected, maxDeliveryCount, lockUsedPercent, consumersCreated,
-      atLastDelivery = 0L
+  var acquired, accepted, released, replayed, dropped, rejected, maxDeliveryCount, lockUsedPercent, consumersCreated, atLastDelivery = 0L
 
   /** Adds this task's counts to the query totals, once, when the task's reader closes. */
   def addTo(totals: QueryTotals): Unit = {
@@ -110,9 +135,17 @@ final class TaskCounters {
 
   def toTaskMetrics: Array[CustomTaskMetric] = {
     import ShareSourceMetrics._
-    Array(taskMetric(Acquired, acquired), taskMetric(Accepted, accepted), taskMetric(Released, released),
-      taskMetric(Replayed, replayed), taskMetric(Rejected, rejected), taskMetric(Dropped, dropped), taskMetric(MaxDeliveryCount, maxDeliveryCount),
-      taskMetric(LockUsedPercent, lockUsedPercent), taskMetric(ConsumersCreated, consumersCreated),
-      taskMetric(AtLastDelivery, atLastDelivery))
+    Array(
+      taskMetric(Acquired, acquired),
+      taskMetric(Accepted, accepted),
+      taskMetric(Released, released),
+      taskMetric(Replayed, replayed),
+      taskMetric(Rejected, rejected),
+      taskMetric(Dropped, dropped),
+      taskMetric(MaxDeliveryCount, maxDeliveryCount),
+      taskMetric(LockUsedPercent, lockUsedPercent),
+      taskMetric(ConsumersCreated, consumersCreated),
+      taskMetric(AtLastDelivery, atLastDelivery)
+    )
   }
 }

@@ -26,7 +26,8 @@ final case class AcquisitionEntry(runs: Seq[AcquiredRun]) {
   def offsets: TopicPartitionRanges = TopicPartitionRanges(
     runs.groupBy(r => (r.topic, r.partition)).map { case (tp, rs) =>
       tp -> OffsetRanges(rs.map(r => OffsetRange(r.first, r.last)))
-    })
+    }
+  )
 
   def serialize: String = {
     val lines = runs.groupBy(r => (r.topic, r.partition)).toSeq.sortBy(_._1).map { case ((topic, partition), rs) =>
@@ -55,8 +56,9 @@ object AcquisitionEntry {
   private def merge(sorted: Vector[AcquiredRun]): Vector[AcquiredRun] =
     sorted.foldLeft(Vector.empty[AcquiredRun]) { (acc, r) =>
       acc.lastOption match {
-        case Some(prev) if prev.topic == r.topic && prev.partition == r.partition &&
-            prev.last + 1 == r.first && prev.deliveryCount == r.deliveryCount =>
+        case Some(prev)
+            if prev.topic == r.topic && prev.partition == r.partition &&
+              prev.last + 1 == r.first && prev.deliveryCount == r.deliveryCount =>
           acc.init :+ prev.copy(last = r.last)
         case _ => acc :+ r
       }

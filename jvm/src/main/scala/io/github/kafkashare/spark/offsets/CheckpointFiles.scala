@@ -23,11 +23,13 @@ object CheckpointFiles {
   /** The file's text, or None when it does not exist. */
   def read(fc: FileContext, path: Path): Option[String] = local(fc, path) match {
     case Some(file) =>
-      try Some(new String(Files.readAllBytes(file), UTF_8)) catch { case _: NoSuchFileException => None }
+      try Some(new String(Files.readAllBytes(file), UTF_8))
+      catch { case _: NoSuchFileException => None }
     case None =>
       try {
         val in = fc.open(path)
-        try Some(new String(in.readAllBytes(), UTF_8)) finally in.close()
+        try Some(new String(in.readAllBytes(), UTF_8))
+        finally in.close()
       } catch { case _: FileNotFoundException => None }
   }
 
@@ -53,11 +55,13 @@ object CheckpointFiles {
       fc.mkdir(path.getParent, null, true)
       val temp = new Path(path.getParent, s".${path.getName}.${UUID.randomUUID()}.tmp")
       val out  = fc.create(temp, java.util.EnumSet.of(CreateFlag.CREATE), Options.CreateOpts.createParent())
-      try out.write(text.getBytes(UTF_8)) finally out.close()
+      try out.write(text.getBytes(UTF_8))
+      finally out.close()
       try fc.rename(temp, path, if (overwrite) Options.Rename.OVERWRITE else Options.Rename.NONE)
       catch {
         case e: Throwable =>
-          try fc.delete(temp, false) catch { case NonFatal(_) => }
+          try fc.delete(temp, false)
+          catch { case NonFatal(_) => }
           throw e
       }
   }
@@ -75,14 +79,19 @@ object CheckpointFiles {
   /** Deletes a file if it exists. */
   def delete(fc: FileContext, path: Path): Unit = local(fc, path) match {
     case Some(file) => Files.deleteIfExists(file)
-    case None       => try fc.delete(path, false) catch { case _: FileNotFoundException => }
+    case None =>
+      try fc.delete(path, false)
+      catch { case _: FileNotFoundException => }
   }
 
   /** The names in a folder, or none when it does not exist. */
   def list(fc: FileContext, dir: Path): Seq[String] = local(fc, dir) match {
     case Some(folder) =>
-      try { val s = Files.list(folder); try s.toArray.toSeq.map(_.asInstanceOf[java.nio.file.Path].getFileName.toString) finally s.close() }
-      catch { case _: NoSuchFileException => Nil }
+      try {
+        val s = Files.list(folder);
+        try s.toArray.toSeq.map(_.asInstanceOf[java.nio.file.Path].getFileName.toString)
+        finally s.close()
+      } catch { case _: NoSuchFileException => Nil }
     case None =>
       try {
         val it = fc.listStatus(dir)

@@ -24,7 +24,9 @@ final class DecisionLog(checkpointDir: String, hadoopConf: SerializableHadoopCon
   /** Writes one task's decisions; returns the file name for the manifest. */
   def writeFile(batch: Long, name: String, decisions: Iterator[(Decision, String, Int, Long)]): String = {
     val text = new StringBuilder(DataHeader).append('\n')
-    decisions.foreach { case (d, t, p, o) => text.append(codes(d)).append(' ').append(t).append(' ').append(p).append(' ').append(o).append('\n') }
+    decisions.foreach { case (d, t, p, o) =>
+      text.append(codes(d)).append(' ').append(t).append(' ').append(p).append(' ').append(o).append('\n')
+    }
     writeAtomically(new Path(batchDir(batch), name), text.toString, overwrite = false)
     name
   }
@@ -44,7 +46,8 @@ final class DecisionLog(checkpointDir: String, hadoopConf: SerializableHadoopCon
     manifest(batch).map { case (files, _) =>
       files.iterator.flatMap { name =>
         val path = new Path(batchDir(batch), name)
-        val lines = readText(path).getOrElse(throw ShareSourceErrors.corruptLog(path.toString, "named by the manifest, missing")).split('\n')
+        val lines =
+          readText(path).getOrElse(throw ShareSourceErrors.corruptLog(path.toString, "named by the manifest, missing")).split('\n')
         if (lines.headOption.forall(_ != DataHeader)) throw ShareSourceErrors.corruptLog(path.toString, s"expected '$DataHeader' first")
         lines.iterator.drop(1).filter(_.nonEmpty).map { line =>
           line.split(' ') match {
@@ -73,13 +76,15 @@ final class DecisionLog(checkpointDir: String, hadoopConf: SerializableHadoopCon
     val path = new Path(batchDir(batch), ManifestName)
     readText(path).map { text =>
       val lines = text.split('\n').toSeq
-      if (lines.headOption.forall(_ != ManifestHeader)) throw ShareSourceErrors.corruptLog(path.toString, s"expected '$ManifestHeader' first")
+      if (lines.headOption.forall(_ != ManifestHeader))
+        throw ShareSourceErrors.corruptLog(path.toString, s"expected '$ManifestHeader' first")
       val files = lines.collect { case l if l.startsWith("file ") => l.stripPrefix("file ") }
-      val released = lines.collect { case l if l.startsWith("released ") =>
-        l.split(' ') match {
-          case Array(_, t, p, first, last) => (t, p.toInt) -> OffsetRanges(Seq(OffsetRange(first.toLong, last.toLong)))
-          case _                           => throw ShareSourceErrors.corruptLog(path.toString, s"cannot read the line '$l'")
-        }
+      val released = lines.collect {
+        case l if l.startsWith("released ") =>
+          l.split(' ') match {
+            case Array(_, t, p, first, last) => (t, p.toInt) -> OffsetRanges(Seq(OffsetRange(first.toLong, last.toLong)))
+            case _                           => throw ShareSourceErrors.corruptLog(path.toString, s"cannot read the line '$l'")
+          }
       }
       files -> released.foldLeft(TopicPartitionRanges.empty)((acc, e) => acc.union(TopicPartitionRanges(Map(e))))
     }

@@ -59,7 +59,7 @@ final class OffsetRanges private (val ranges: Vector[OffsetRange]) extends Seria
     case other: OffsetRanges => ranges == other.ranges
     case _                   => false
   }
-  override def hashCode: Int     = ranges.hashCode
+  override def hashCode: Int    = ranges.hashCode
   override def toString: String = ranges.map(r => s"${r.first}..${r.last}").mkString("[", ",", "]")
 }
 
@@ -73,7 +73,7 @@ object OffsetRanges {
     normalize(offsets.iterator.map(o => OffsetRange(o, o)).toSeq)
 
   private def normalize(input: Seq[OffsetRange]): OffsetRanges = {
-    val merged = Vector.newBuilder[OffsetRange]
+    val merged               = Vector.newBuilder[OffsetRange]
     var current: OffsetRange = null
     input.sortBy(_.first).foreach { r =>
       if (current == null) current = r

@@ -23,12 +23,20 @@ import org.apache.spark.sql.connector.read.streaming.Offset
  * {{{ {"version":2,"batch":3,"tasks":4,"cluster":"q1Sh…","group":"orders-processing",
  *      "topicIds":{"orders":"mK3…"},"pinned":{"orders":{"0":[[0,99],[150,180]]}}} }}}
  */
-final case class ShareSourceOffset(batch: Long, tasks: Int, pinned: TopicPartitionRanges, cluster: String = "",
-    group: String = "", topicIds: Map[String, String] = Map.empty, version: Int = ShareSourceOffset.Version) extends Offset {
+final case class ShareSourceOffset(
+    batch: Long,
+    tasks: Int,
+    pinned: TopicPartitionRanges,
+    cluster: String = "",
+    group: String = "",
+    topicIds: Map[String, String] = Map.empty,
+    version: Int = ShareSourceOffset.Version
+) extends Offset {
 
   // Spark compares offsets by their JSON: an offset read from the log must serialize to the same
   // text, or Spark would take an unchanged offset of version 1 for new data and run a batch.
-  override def json(): String = if (version == 1) jsonV1 else {
+  override def json(): String = if (version == 1) jsonV1
+  else {
     import ShareSourceOffset.quote
     val ids = topicIds.toSeq.sorted.map { case (t, id) => s"${quote(t)}:${quote(id)}" }
     s"""{"version":${ShareSourceOffset.Version},"batch":$batch,"tasks":$tasks,"cluster":${quote(cluster)},""" +
@@ -65,9 +73,11 @@ object ShareSourceOffset {
   }
 
   def fromJson(json: String): ShareSourceOffset = {
-    val root: JsonNode = try mapper.readTree(json) catch {
-      case NonFatal(e) => throw ShareSourceErrors.badOffsetJson(json, e)
-    }
+    val root: JsonNode =
+      try mapper.readTree(json)
+      catch {
+        case NonFatal(e) => throw ShareSourceErrors.badOffsetJson(json, e)
+      }
     if (root == null || !root.isObject || !root.path("version").isInt || !root.path("batch").canConvertToLong || !root.path("tasks").isInt)
       throw ShareSourceErrors.badOffsetJson(json, null)
     val version = root.get("version").asInt
@@ -83,9 +93,15 @@ object ShareSourceOffset {
         }
       }.toMap
       val topicIds = root.path("topicIds").fields().asScala.map(e => e.getKey -> e.getValue.asText).toMap
-      ShareSourceOffset(root.get("batch").asLong, root.get("tasks").asInt, TopicPartitionRanges(pinned),
-        cluster = root.path("cluster").asText(""), group = root.path("group").asText(""), topicIds = topicIds,
-        version = version)
+      ShareSourceOffset(
+        root.get("batch").asLong,
+        root.get("tasks").asInt,
+        TopicPartitionRanges(pinned),
+        cluster = root.path("cluster").asText(""),
+        group = root.path("group").asText(""),
+        topicIds = topicIds,
+        version = version
+      )
     } catch {
       case NonFatal(e) => throw ShareSourceErrors.badOffsetJson(json, e)
     }

@@ -18,8 +18,8 @@ final class SourceMarkers(checkpointDir: String, hadoopConf: SerializableHadoopC
 
   @transient private lazy val fc = FileContext.getFileContext(new Path(checkpointDir).toUri, hadoopConf.value)
 
-  private def acknowledgedRoot        = new Path(checkpointDir, "acknowledged")
-  private def stoppedFile             = new Path(checkpointDir, "stopped")
+  private def acknowledgedRoot                         = new Path(checkpointDir, "acknowledged")
+  private def stoppedFile                              = new Path(checkpointDir, "stopped")
   private def acknowledgedFile(batch: Long, task: Int) = new Path(new Path(acknowledgedRoot, batch.toString), task.toString)
 
   def markAcknowledged(batch: Long, task: Int): Unit =

@@ -36,5 +36,7 @@ object TopicPartitionRanges {
 
   /** The set of records given as (topic, partition, offset), in any order. */
   def ofRecords(records: Iterator[(String, Int, Long)]): TopicPartitionRanges =
-    TopicPartitionRanges(records.toSeq.groupMap(r => (r._1, r._2))(_._3).map { case (tp, offsets) => tp -> OffsetRanges.ofOffsets(offsets) })
+    TopicPartitionRanges(records.toSeq.groupMap(r => (r._1, r._2))(_._3).map { case (tp, offsets) =>
+      tp -> OffsetRanges.ofOffsets(offsets)
+    })
 }

@@ -27,24 +27,76 @@ object OptionDeclarations {
 
   val all: Seq[OptionDeclaration] = Seq(
     OptionDeclaration(BootstrapServers, "(required)", "The Kafka brokers, host:port, comma-separated."),
-    OptionDeclaration(GroupId, "(required)", "The share group the query reads as. Other queries and consumers in the same group share its records."),
+    OptionDeclaration(
+      GroupId,
+      "(required)",
+      "The share group the query reads as. Other queries and consumers in the same group share its records."
+    ),
     OptionDeclaration(Subscribe, "", "Topics to read, comma-separated. Exactly one of subscribe and subscribePattern."),
-    OptionDeclaration(SubscribePattern, "", "A Java regex matched against the cluster's topics, re-checked at every trigger, so new topics are picked up. While it matches no topic the query waits and runs no batch. A new topic is read from where the group's share.auto.offset.reset puts it when the group first reads it: startingOffsets sets that only while the group has no state, and the broker's default is latest, which skips what was written to the topic before. To read new topics from their first record, set share.auto.offset.reset=earliest on the group (kafka-configs.sh --alter --entity-type groups --entity-name <group> --add-config share.auto.offset.reset=earliest)."),
-    OptionDeclaration(AckMode, "implicit", "implicit: the source acknowledges per the strategy. explicit: foreachBatch decides per record (ACCEPT, RELEASE, REJECT) with spark_kafka_share.acknowledge; applied after the batch commits."),
-    OptionDeclaration(DefaultDecision, "accept", "explicit mode: the decision for records of a committed batch that got none, accept or release."),
-    OptionDeclaration(Strategy, "none", "none or idempotent (at least once), checkpoint-dedup or two-phase-commit (exactly once with an idempotent sink)."),
-    OptionDeclaration(Parallelism, "spark.default.parallelism", "Share consumers (input partitions) per batch. May exceed the topics' partition count."),
-    OptionDeclaration(LockTimeoutMs, "the group's share.record.lock.duration.ms", "The lock duration the source plans with; a batch that holds records longer is reported."),
+    OptionDeclaration(
+      SubscribePattern,
+      "",
+      "A Java regex matched against the cluster's topics, re-checked at every trigger, so new topics are picked up. While it matches no topic the query waits and runs no batch. A new topic is read from where the group's share.auto.offset.reset puts it when the group first reads it: startingOffsets sets that only while the group has no state, and the broker's default is latest, which skips what was written to the topic before. To read new topics from their first record, set share.auto.offset.reset=earliest on the group (kafka-configs.sh --alter --entity-type groups --entity-name <group> --add-config share.auto.offset.reset=earliest)."
+    ),
+    OptionDeclaration(
+      AckMode,
+      "implicit",
+      "implicit: the source acknowledges per the strategy. explicit: foreachBatch decides per record (ACCEPT, RELEASE, REJECT) with spark_kafka_share.acknowledge; applied after the batch commits."
+    ),
+    OptionDeclaration(
+      DefaultDecision,
+      "accept",
+      "explicit mode: the decision for records of a committed batch that got none, accept or release."
+    ),
+    OptionDeclaration(
+      Strategy,
+      "none",
+      "none or idempotent (at least once), checkpoint-dedup or two-phase-commit (exactly once with an idempotent sink)."
+    ),
+    OptionDeclaration(
+      Parallelism,
+      "spark.default.parallelism",
+      "Share consumers (input partitions) per batch. May exceed the topics' partition count."
+    ),
+    OptionDeclaration(
+      LockTimeoutMs,
+      "the group's share.record.lock.duration.ms",
+      "The lock duration the source plans with; a batch that holds records longer is reported."
+    ),
     OptionDeclaration(IncludeHeaders, "false", "Adds the headers column."),
-    OptionDeclaration(MaxRecordsPerTrigger, "(none)", "Upper bound on records per batch, split evenly over the input partitions. " +
-      "Records on their last delivery attempt " +
-      "(`share.delivery.count.limit`) are taken even past the bound: going back to the group would get them archived."),
-    OptionDeclaration(StartingOffsetsKey, "latest", "earliest or latest: sets the group's share.auto.offset.reset, only while the group has no state."),
-    OptionDeclaration(PollTimeoutMs, DefaultPollTimeoutMs.toString, "How long a read task waits for its first record before it ends empty."),
-    OptionDeclaration(ReadDurationMs, DefaultReadDurationMs.toString, "How long a read task keeps polling while there is a backlog (a poll returned at least half of max.poll.records, or redelivered records, which brokers hand out few at a time), pinning each poll's records before it acknowledges them: longer gives bigger batches that pay Spark's per-batch cost once for more records. 0 polls once. Tasks that hold records until the commit (two-phase-commit, explicit mode) poll once."),
+    OptionDeclaration(
+      MaxRecordsPerTrigger,
+      "(none)",
+      "Upper bound on records per batch, split evenly over the input partitions. " +
+        "Records on their last delivery attempt " +
+        "(`share.delivery.count.limit`) are taken even past the bound: going back to the group would get them archived."
+    ),
+    OptionDeclaration(
+      StartingOffsetsKey,
+      "latest",
+      "earliest or latest: sets the group's share.auto.offset.reset, only while the group has no state."
+    ),
+    OptionDeclaration(
+      PollTimeoutMs,
+      DefaultPollTimeoutMs.toString,
+      "How long a read task waits for its first record before it ends empty."
+    ),
+    OptionDeclaration(
+      ReadDurationMs,
+      DefaultReadDurationMs.toString,
+      "How long a read task keeps polling while there is a backlog (a poll returned at least half of max.poll.records, or redelivered records, which brokers hand out few at a time), pinning each poll's records before it acknowledges them: longer gives bigger batches that pay Spark's per-batch cost once for more records. 0 polls once. Tasks that hold records until the commit (two-phase-commit, explicit mode) poll once."
+    ),
     OptionDeclaration(FailOnDataLoss, "true", "Fail when a batch that must run again finds its records removed by retention."),
-    OptionDeclaration(MaxDeliveries, "(none)", "Poison records: the highest delivery count the source emits. A record delivered more often is REJECTed (after going to the dead-letter topic, if set). Keep it below the group's share.delivery.count.limit (5 by default), at which the broker drops records by itself."),
-    OptionDeclaration(DeadLetterTopic, "(none)", "With kafka.share.maxDeliveries: a topic that receives poison records before they are REJECTed, with headers naming their origin."),
+    OptionDeclaration(
+      MaxDeliveries,
+      "(none)",
+      "Poison records: the highest delivery count the source emits. A record delivered more often is REJECTed (after going to the dead-letter topic, if set). Keep it below the group's share.delivery.count.limit (5 by default), at which the broker drops records by itself."
+    ),
+    OptionDeclaration(
+      DeadLetterTopic,
+      "(none)",
+      "With kafka.share.maxDeliveries: a topic that receives poison records before they are REJECTed, with headers naming their origin."
+    ),
     OptionDeclaration("kafka.*", "", "Any other Kafka client setting (security, fetch sizes), passed to the consumers.")
   )
 

@@ -17,13 +17,15 @@ object OptionsDoc {
       "a unit test fails when this file and the code disagree. Option names are case-insensitive.",
       "",
       "| option | default | meaning |",
-      "|---|---|---|") ++ rows ++ Seq(
+      "|---|---|---|"
+    ) ++ rows ++ Seq(
       "",
       "## Kafka client settings the source refuses",
       "A share consumer rejects these, or the source owns them. Each error names what to use instead:",
       "",
       "| option | instead |",
-      "|---|---|") ++ refused).mkString("", "\n", "\n")
+      "|---|---|"
+    ) ++ refused).mkString("", "\n", "\n")
   }
 
   def main(args: Array[String]): Unit = {

@@ -25,6 +25,7 @@ object StartingOffsets {
 sealed trait AcknowledgmentMode
 object AcknowledgmentMode {
   case object Implicit extends AcknowledgmentMode
+
   /** Decisions from foreachBatch, applied after the batch commits; undecided records get `default`. */
   final case class Explicit(default: Decision) extends AcknowledgmentMode
 }
@@ -35,7 +36,7 @@ object Decision {
   case object Accept  extends Decision("accept")
   case object Release extends Decision("release")
   case object Reject  extends Decision("reject")
-  val all: Seq[Decision] = Seq(Accept, Release, Reject)
+  val all: Seq[Decision]                     = Seq(Accept, Release, Reject)
   def parse(value: String): Option[Decision] = all.find(_.name.equalsIgnoreCase(value.trim))
 }
 
@@ -64,7 +65,8 @@ final case class ShareSourceOptions(
     kafkaParams: Map[String, String],
     mode: AcknowledgmentMode = AcknowledgmentMode.Implicit,
     poison: Option[PoisonPolicy] = None,
-    readDurationMs: Long = OptionDeclarations.DefaultReadDurationMs) {
+    readDurationMs: Long = OptionDeclarations.DefaultReadDurationMs
+) {
 
   /** Whether read tasks keep their records acquired until the batch commits (ACCEPT or decisions after commit). */
   def holdsUntilCommit: Boolean = strategy.acceptsAfterCommit || mode != AcknowledgmentMode.Implicit
@@ -75,7 +77,7 @@ object ShareSourceOptions {
 
   /** Parses options given in any letter case (Spark's options are case-insensitive). */
   def parse(supplied: Map[String, String]): ShareSourceOptions = {
-    val lower = supplied.map { case (k, v) => k.toLowerCase(Locale.ROOT) -> v }
+    val lower                            = supplied.map { case (k, v) => k.toLowerCase(Locale.ROOT) -> v }
     def get(key: String): Option[String] = lower.get(key.toLowerCase(Locale.ROOT)).map(_.trim)
     def required(key: String, example: String): String =
       get(key).filter(_.nonEmpty).getOrElse(throw ShareSourceErrors.missingOption(key, example))
@@ -83,8 +85,9 @@ object ShareSourceOptions {
     val bootstrap = required(BootstrapServers, "broker1:9092,broker2:9092")
     val group     = required(GroupId, "orders-processing")
 
-    val defaultDecision = get(DefaultDecision).map(v => enumValue(DefaultDecision, Some(v),
-      Seq("accept" -> (Decision.Accept: Decision), "release" -> Decision.Release), Decision.Accept))
+    val defaultDecision = get(DefaultDecision).map(v =>
+      enumValue(DefaultDecision, Some(v), Seq("accept" -> (Decision.Accept: Decision), "release" -> Decision.Release), Decision.Accept)
+    )
     val mode = get(AckMode).map(_.toLowerCase(Locale.ROOT)).getOrElse("implicit") match {
       case "implicit" =>
         if (defaultDecision.nonEmpty) throw ShareSourceErrors.onlyWith(DefaultDecision, s"$AckMode=explicit")
@@ -93,7 +96,7 @@ object ShareSourceOptions {
       case other      => throw ShareSourceErrors.invalidValue(AckMode, other, "'implicit' or 'explicit'")
     }
     val maxDeliveries = get(MaxDeliveries).map(v => positiveLong(MaxDeliveries, v, max = 1000).toInt)
-    val deadLetter    = get(DeadLetterTopic).map { t =>
+    val deadLetter = get(DeadLetterTopic).map { t =>
       if (!t.matches("[a-zA-Z0-9._-]{1,249}")) throw ShareSourceErrors.invalidValue(DeadLetterTopic, t, "a Kafka topic name")
       if (maxDeliveries.isEmpty) throw ShareSourceErrors.onlyWith(DeadLetterTopic, MaxDeliveries)
       t
@@ -108,8 +111,12 @@ object ShareSourceOptions {
       lockTimeoutMs = get(LockTimeoutMs).map(v => positiveLong(LockTimeoutMs, v, max = 3600000L)),
       includeHeaders = get(IncludeHeaders).exists(v => boolean(IncludeHeaders, v)),
       maxRecordsPerTrigger = get(MaxRecordsPerTrigger).map(v => positiveLong(MaxRecordsPerTrigger, v, max = Long.MaxValue)),
-      startingOffsets = enumValue(StartingOffsetsKey, get(StartingOffsetsKey),
-        Seq("earliest" -> StartingOffsets.Earliest, "latest" -> StartingOffsets.Latest), StartingOffsets.Latest),
+      startingOffsets = enumValue(
+        StartingOffsetsKey,
+        get(StartingOffsetsKey),
+        Seq("earliest" -> StartingOffsets.Earliest, "latest" -> StartingOffsets.Latest),
+        StartingOffsets.Latest
+      ),
       pollTimeoutMs = get(PollTimeoutMs).map(v => positiveLong(PollTimeoutMs, v, max = 600000L)).getOrElse(DefaultPollTimeoutMs),
       failOnDataLoss = get(FailOnDataLoss).forall(v => boolean(FailOnDataLoss, v)),
       kafkaParams = kafkaParams(lower),
@@ -129,12 +136,13 @@ object ShareSourceOptions {
       case (None, Some(regex)) =>
         if (regex.isEmpty) throw ShareSourceErrors.invalidValue(SubscribePattern, regex, "a Java regular expression")
         try { Pattern.compile(regex); Subscription.TopicPattern(regex) }
-        catch { case e: PatternSyntaxException =>
-          throw ShareSourceErrors.invalidValue(SubscribePattern, regex, s"a Java regular expression (${e.getDescription})")
+        catch {
+          case e: PatternSyntaxException =>
+            throw ShareSourceErrors.invalidValue(SubscribePattern, regex, s"a Java regular expression (${e.getDescription})")
         }
       case _ => throw ShareSourceErrors.subscriptionCount(Seq(Subscribe -> topics, SubscribePattern -> pattern).collect {
-        case (k, Some(_)) => k
-      })
+          case (k, Some(_)) => k
+        })
     }
 
   /** `kafka.*` options for the clients, after refusing the ones a share consumer cannot take. */
@@ -150,15 +158,18 @@ object ShareSourceOptions {
     value match {
       case None => default
       case Some(v) => choices.collectFirst { case (name, t) if name.equalsIgnoreCase(v) => t }
-        .getOrElse(throw ShareSourceErrors.invalidValue(key, v, s"one of ${choices.map(c => s"'${c._1}'").mkString(", ")}"))
+          .getOrElse(throw ShareSourceErrors.invalidValue(key, v, s"one of ${choices.map(c => s"'${c._1}'").mkString(", ")}"))
     }
 
   private def positiveLong(key: String, value: String, max: Long): Long = wholeNumber(key, value, min = 1, max = max)
 
   private def wholeNumber(key: String, value: String, min: Long, max: Long): Long = {
-    val parsed = try value.toLong catch { case _: NumberFormatException =>
-      throw ShareSourceErrors.invalidValue(key, value, s"a whole number between $min and $max")
-    }
+    val parsed =
+      try value.toLong
+      catch {
+        case _: NumberFormatException =>
+          throw ShareSourceErrors.invalidValue(key, value, s"a whole number between $min and $max")
+      }
     if (parsed < min || parsed > max) throw ShareSourceErrors.invalidValue(key, value, s"a whole number between $min and $max")
     parsed
   }

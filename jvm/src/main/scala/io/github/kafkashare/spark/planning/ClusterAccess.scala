@@ -30,9 +30,11 @@ final class ClusterAccess(options: ShareSourceOptions) extends AutoCloseable wit
   /** Fails with a clear error unless a broker answers and the cluster has share groups enabled. */
   def checkShareGroupsServed(): Unit = {
     val features = await(admin.describeFeatures().featureMetadata())
-    val level = Option(features.finalizedFeatures.get("share.version")).map(_.maxVersionLevel.toInt).getOrElse(0)
-    if (level < 1) throw ShareSourceErrors.shareGroupsDisabled(options.bootstrapServers,
-      new IllegalStateException(s"finalized feature share.version is $level"))
+    val level    = Option(features.finalizedFeatures.get("share.version")).map(_.maxVersionLevel.toInt).getOrElse(0)
+    if (level < 1) throw ShareSourceErrors.shareGroupsDisabled(
+      options.bootstrapServers,
+      new IllegalStateException(s"finalized feature share.version is $level")
+    )
   }
 
   /** The topics the subscription names now; a fixed list must exist. */
@@ -92,7 +94,9 @@ final class ClusterAccess(options: ShareSourceOptions) extends AutoCloseable wit
         "is not applied (the group continues where it is)")
     } else {
       val op = new AlterConfigOp(new ConfigEntry("share.auto.offset.reset", starting.groupValue), AlterConfigOp.OpType.SET)
-      await(admin.incrementalAlterConfigs(Map(resource -> (Collections.singletonList(op): java.util.Collection[AlterConfigOp])).asJava).all())
+      await(
+        admin.incrementalAlterConfigs(Map(resource -> (Collections.singletonList(op): java.util.Collection[AlterConfigOp])).asJava).all()
+      )
       logInfo(s"share group '${options.groupId}' has no state yet: set its share.auto.offset.reset to " +
         s"${starting.groupValue} (option startingOffsets)")
     }
@@ -156,12 +160,12 @@ final class ClusterAccess(options: ShareSourceOptions) extends AutoCloseable wit
     try future.get(timeoutMs + 5000L, TimeUnit.MILLISECONDS)
     catch {
       case e: ExecutionException => e.getCause match {
-        case t: org.apache.kafka.common.errors.TimeoutException =>
-          throw ShareSourceErrors.brokerUnreachable(options.bootstrapServers, timeoutMs, t)
-        case a: AuthenticationException => throw ShareSourceErrors.authenticationFailed(options.bootstrapServers, a)
-        case a: AuthorizationException  => throw ShareSourceErrors.notAuthorized(options.bootstrapServers, options.groupId, a)
-        case cause => throw cause
-      }
+          case t: org.apache.kafka.common.errors.TimeoutException =>
+            throw ShareSourceErrors.brokerUnreachable(options.bootstrapServers, timeoutMs, t)
+          case a: AuthenticationException => throw ShareSourceErrors.authenticationFailed(options.bootstrapServers, a)
+          case a: AuthorizationException  => throw ShareSourceErrors.notAuthorized(options.bootstrapServers, options.groupId, a)
+          case cause                      => throw cause
+        }
       case e: TimeoutException => throw ShareSourceErrors.brokerUnreachable(options.bootstrapServers, timeoutMs, e)
     }
 
@@ -172,8 +176,9 @@ final class ClusterAccess(options: ShareSourceOptions) extends AutoCloseable wit
 final case class TopicsNow(ends: Map[(String, Int), Long], ids: Map[String, String])
 
 object ClusterAccess {
+
   /** How long the driver waits for the cluster before it gives up with a clear error. */
-  val TimeoutMs             = 30000L
-  val DefaultLockDurationMs = 30000L
+  val TimeoutMs                 = 30000L
+  val DefaultLockDurationMs     = 30000L
   val DefaultDeliveryCountLimit = 5
 }

@@ -49,15 +49,15 @@ final class KafkaShareMicroBatchStream(
     initialDeliveryLimit: Option[Int],
     hadoopConf: SerializableHadoopConf,
     totals: QueryTotals,
-    explicit: Option[ExplicitQueries.Registration])
-    extends MicroBatchStream with SupportsAdmissionControl with SupportsTriggerAvailableNow
+    explicit: Option[ExplicitQueries.Registration]
+) extends MicroBatchStream with SupportsAdmissionControl with SupportsTriggerAvailableNow
     with ReportsSourceMetrics with Logging {
 
-  private val acquisitions   = new AcquisitionLog(checkpointDir, hadoopConf)
-  private val decisions      = new DecisionLog(checkpointDir, hadoopConf)
-  private val queryRoot      = new Path(checkpointDir).getParent.getParent
-  private val commitLogDir   = new Path(queryRoot, "commits")
-  private val markers        = new SourceMarkers(checkpointDir, hadoopConf)
+  private val acquisitions = new AcquisitionLog(checkpointDir, hadoopConf)
+  private val decisions    = new DecisionLog(checkpointDir, hadoopConf)
+  private val queryRoot    = new Path(checkpointDir).getParent.getParent
+  private val commitLogDir = new Path(queryRoot, "commits")
+  private val markers      = new SourceMarkers(checkpointDir, hadoopConf)
   markers.clearStopped() // a stop of an earlier run of this query: its executors' consumers are closed
   private val sparkBatchIds  = new SparkBatchIds(new Path(queryRoot, "offsets"), hadoopConf)
   private var topics         = cluster.resolveTopics()
@@ -75,7 +75,7 @@ final class KafkaShareMicroBatchStream(
 
   // Trigger.AvailableNow: the end offset of every partition when the query started.
   private var availableNowEnds: Option[Map[(String, Int), Long]] = None
-  private var emptyBatchesInARow = 0
+  private var emptyBatchesInARow                                 = 0
 
   override def prepareForTriggerAvailableNow(): Unit =
     availableNowEnds = Some(cluster.endOffsets(cluster.resolveTopics()))
@@ -86,10 +86,9 @@ final class KafkaShareMicroBatchStream(
   override def latestOffset(): Offset = throw new UnsupportedOperationException("latestOffset(start, limit) is used")
 
   override def latestOffset(startOffset: Offset, limit: ReadLimit): Offset = {
-    val start   = ShareSourceOffset.of(startOffset)
+    val start               = ShareSourceOffset.of(startOffset)
     val (entries, released) = previousBatch(start)
-    val stats   = BatchStats(start.batch, entries.map(_.recordCount).sum,
-      entries.flatMap(_.runs).map(_.deliveryCount).maxOption.getOrElse(0))
+    val stats = BatchStats(start.batch, entries.map(_.recordCount).sum, entries.flatMap(_.runs).map(_.deliveryCount).maxOption.getOrElse(0))
     if (stats != lastBatchStats) {
       // A new batch of this source ran since the last call (not just another trigger of a query
       // whose other sources moved, or an idle one): said once per batch.
@@ -119,13 +118,16 @@ final class KafkaShareMicroBatchStream(
     val now          = cluster.topicsNow(topics)
     val ends         = now.ends
     val startOffsets = cluster.groupStartOffsets()
-    val pinned       = withoutRecreatedTopics(
-      AcquisitionEntry.offsetsOf(entries, start.pinned).minus(released).dropBelow(startOffsets), start, now.ids)
+    val pinned = withoutRecreatedTopics(
+      AcquisitionEntry.offsetsOf(entries, start.pinned).minus(released).dropBelow(startOffsets),
+      start,
+      now.ids
+    )
 
     val firstRun = start.batch < 0 || plannedEnds.isEmpty
     val gotSome  = lastBatchStats.records > 0
     // An end offset never goes down, unless the topic was deleted and created again: new records too.
-    val newData  = ends.exists { case (tp, end) => end != plannedEnds.getOrElse(tp, 0L) }
+    val newData = ends.exists { case (tp, end) => end != plannedEnds.getOrElse(tp, 0L) }
     // A partition the group has no start offset for was never read by it: from 0 where it must be
     // read to an end (AvailableNow), not at all where only records that came back are looked for.
     def holesBelow(limits: Map[(String, Int), Long], unread: Long => Option[Long]) = limits.exists { case ((t, p), end) =>
@@ -137,7 +139,7 @@ final class KafkaShareMicroBatchStream(
       // records were all redeliveries to drop gets nothing while records below the ends remain.
       case Some(targets) => firstRun ||
         (holesBelow(targets, _ => Some(0L)) && emptyBatchesInARow < KafkaShareMicroBatchStream.AvailableNowEmptyBatches)
-      case None          => firstRun || gotSome || newData || probeDue
+      case None => firstRun || gotSome || newData || probeDue
     }
     if (!run) return start
     if (availableNowEnds.isEmpty && !firstRun && !gotSome && !newData) {
@@ -196,8 +198,11 @@ final class KafkaShareMicroBatchStream(
    * the old topic name none of the new one's records, and left in the set they would drop them as
    * redeliveries. The new topic is read from the group's start, like any new topic.
    */
-  private def withoutRecreatedTopics(pinned: TopicPartitionRanges, start: ShareSourceOffset,
-      ids: Map[String, String]): TopicPartitionRanges = {
+  private def withoutRecreatedTopics(
+      pinned: TopicPartitionRanges,
+      start: ShareSourceOffset,
+      ids: Map[String, String]
+  ): TopicPartitionRanges = {
     val recreated = start.topicIds.collect { case (t, id) if ids.get(t).exists(_ != id) => t }.toSet
     if (recreated.isEmpty) pinned
     else {
@@ -232,15 +237,20 @@ final class KafkaShareMicroBatchStream(
    * the next batch's offsets.
    */
   private def releasedBy(batch: Long, entries: Seq[AcquisitionEntry]): TopicPartitionRanges = options.mode match {
-    case AcknowledgmentMode.Implicit           => TopicPartitionRanges.empty
+    case AcknowledgmentMode.Implicit          => TopicPartitionRanges.empty
     case AcknowledgmentMode.Explicit(default) => decisions.released(batch, AcquisitionEntry.offsetsOf(entries), default)
   }
 
   // Idle consumers are closed after half a lock duration: what they fetched ahead is locked to them
   // until then, and after a whole lock duration it would be stale anyway. A consumer serves one query
   // (its checkpoint): what it fetched ahead, or still has in its buffer, is that query's subscription's.
-  private val consumerKey = ConsumerKey(options.groupId, options.kafkaParams, lockDurationMs / 2,
-    subscription = KafkaShareTable.describe(options.subscription), query = checkpointDir)
+  private val consumerKey = ConsumerKey(
+    options.groupId,
+    options.kafkaParams,
+    lockDurationMs / 2,
+    subscription = KafkaShareTable.describe(options.subscription),
+    query = checkpointDir
+  )
 
   private def holder = if (explicit.nonEmpty) "explicit acknowledgement" else "two-phase-commit"
 
@@ -248,8 +258,8 @@ final class KafkaShareMicroBatchStream(
     val batchEnd = ShareSourceOffset.of(end)
     if (!lastPlanned.contains(batchEnd)) checkReplayable(batchEnd)
     explicit.foreach(_.runningBatch = batchEnd.batch)
-    val perTask  = options.maxRecordsPerTrigger.map(m => math.max(1L, (m + batchEnd.tasks - 1) / batchEnd.tasks))
-    val key      = consumerKey
+    val perTask   = options.maxRecordsPerTrigger.map(m => math.max(1L, (m + batchEnd.tasks - 1) / batchEnd.tasks))
+    val key       = consumerKey
     val totalsOut = totals.inTransit
     (0 until batchEnd.tasks).map { task =>
       KafkaShareInputPartition(
@@ -277,7 +287,8 @@ final class KafkaShareMicroBatchStream(
         },
         decisions = decisions,
         markers = markers,
-        poison = options.poison): InputPartition
+        poison = options.poison
+      ): InputPartition
     }.toArray
   }
 
@@ -309,23 +320,25 @@ final class KafkaShareMicroBatchStream(
   override def metrics(latestConsumedOffset: util.Optional[Offset]): util.Map[String, String] = {
     val pinnedRanges = if (latestConsumedOffset.isPresent) ShareSourceOffset.of(latestConsumedOffset.get).pinned.rangeCount else 0
     (Map(
-      "lastBatch"                -> lastBatchStats.batch.toString,
-      "lastBatchRecordsAcquired" -> lastBatchStats.records.toString,
+      "lastBatch"                 -> lastBatchStats.batch.toString,
+      "lastBatchRecordsAcquired"  -> lastBatchStats.records.toString,
       "lastBatchMaxDeliveryCount" -> lastBatchStats.maxDeliveryCount.toString,
-      "pinnedRanges"             -> pinnedRanges.toString,
-      "parallelism"              -> parallelism.toString,
-      "lockDurationMs"           -> lockDurationMs.toString,
-      "deliveryCountLimit"       -> deliveryLimit.fold("-")(_.toString)
+      "pinnedRanges"              -> pinnedRanges.toString,
+      "parallelism"               -> parallelism.toString,
+      "lockDurationMs"            -> lockDurationMs.toString,
+      "deliveryCountLimit"        -> deliveryLimit.fold("-")(_.toString)
     ) ++ totals.asMetrics).asJava
   }
 
   override def stop(): Unit = {
-    try awaitPhaseTwo() catch { case NonFatal(e) => logWarning("kafka-share: waiting for the last batch's acknowledgements failed", e) }
+    try awaitPhaseTwo()
+    catch { case NonFatal(e) => logWarning("kafka-share: waiting for the last batch's acknowledgements failed", e) }
     explicit.foreach(ExplicitQueries.unregister)
     // Promise 7: what idle consumers fetched ahead goes back to the group now. Here where the driver
     // runs read tasks too (local mode), on executors through the marker (ShareConsumerPool's evictor).
     ShareConsumerPool.closeIdle(consumerKey)
-    try markers.markStopped() catch { case NonFatal(e) => logWarning("kafka-share: could not mark the query stopped", e) }
+    try markers.markStopped()
+    catch { case NonFatal(e) => logWarning("kafka-share: could not mark the query stopped", e) }
     cluster.close()
   }
 
@@ -338,7 +351,7 @@ final class KafkaShareMicroBatchStream(
    */
   private def awaitPhaseTwo(): Unit = if (options.holdsUntilCommit) lastPlanned.foreach { last =>
     if (markers.exists(new Path(commitLogDir, last.batch.toString))) {
-      val holding  = (0 until last.tasks).filter(t => acquisitions.read(last.batch, t).exists(_.runs.nonEmpty))
+      val holding = (0 until last.tasks).filter(t => acquisitions.read(last.batch, t).exists(_.runs.nonEmpty))
       // The watcher acknowledges within a lock duration of the batch's polls, so no later than this.
       val deadline = plannedAt + (lockDurationMs + 1000L) * 1000000L
       // A stop interrupts the query's thread; the wait must still happen, and the flag is kept.
@@ -346,7 +359,8 @@ final class KafkaShareMicroBatchStream(
       try {
         var waiting = holding.filterNot(markers.acknowledged(last.batch, _))
         while (waiting.nonEmpty && System.nanoTime < deadline) {
-          try Thread.sleep(50) catch { case _: InterruptedException => }
+          try Thread.sleep(50)
+          catch { case _: InterruptedException => }
           waiting = waiting.filterNot(markers.acknowledged(last.batch, _))
         }
         if (waiting.nonEmpty) logWarning(s"kafka-share: batch ${last.batch}'s held records of task(s) " +
@@ -391,25 +405,39 @@ object KafkaShareMicroBatchStream extends Logging {
       cluster.groupMaxSize().filter(parallelism > _).foreach { max =>
         throw ShareSourceErrors.parallelismAboveGroupSize(parallelism, max, options.groupId)
       }
-      val hadoopConf     = new SerializableHadoopConf(spark.sparkContext.hadoopConfiguration)
+      val hadoopConf = new SerializableHadoopConf(spark.sparkContext.hadoopConfiguration)
       logInfo(s"kafka-share: group '${options.groupId}', ${KafkaShareTable.describe(options.subscription)}, " +
         s"strategy ${options.strategy.name}, $parallelism consumers per batch, lock duration $lockDurationMs ms, " +
         s"delivery count limit ${deliveryLimit.getOrElse("- (none that loses records)")}" +
-        options.poison.fold("")(p => s", records delivered more than ${p.maxDeliveries} times rejected" +
-          p.deadLetterTopic.fold("")(t => s" via '$t'")))
+        options.poison.fold("")(p =>
+          s", records delivered more than ${p.maxDeliveries} times rejected" +
+            p.deadLetterTopic.fold("")(t => s" via '$t'")
+        ))
       val explicit = options.mode match {
         case AcknowledgmentMode.Implicit => None
         case AcknowledgmentMode.Explicit(_) =>
           QuerySink.ofCurrentQuery(spark).filterNot(_ == "ForeachBatchSink").foreach { sink =>
             throw ShareSourceErrors.explicitModeNeedsForeachBatch(sink)
           }
-          val registration = new ExplicitQueries.Registration(options.groupId,
-            new AcquisitionLog(checkpointDir, hadoopConf), new DecisionLog(checkpointDir, hadoopConf))
+          val registration = new ExplicitQueries.Registration(
+            options.groupId,
+            new AcquisitionLog(checkpointDir, hadoopConf),
+            new DecisionLog(checkpointDir, hadoopConf)
+          )
           ExplicitQueries.register(registration)
           Some(registration)
       }
-      try new KafkaShareMicroBatchStream(options, checkpointDir, cluster, parallelism, lockDurationMs, deliveryLimit, hadoopConf,
-        new QueryTotals(spark.sparkContext), explicit)
+      try new KafkaShareMicroBatchStream(
+          options,
+          checkpointDir,
+          cluster,
+          parallelism,
+          lockDurationMs,
+          deliveryLimit,
+          hadoopConf,
+          new QueryTotals(spark.sparkContext),
+          explicit
+        )
       catch { case e: Throwable => explicit.foreach(ExplicitQueries.unregister); throw e }
     } catch {
       case e: Throwable => cluster.close(); throw e

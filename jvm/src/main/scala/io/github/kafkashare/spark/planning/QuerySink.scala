@@ -17,7 +17,8 @@ import org.apache.spark.sql.SparkSession
 object QuerySink {
   def ofCurrentQuery(spark: SparkSession): Option[String] = {
     val id = Option(spark.sparkContext.getLocalProperty("sql.streaming.queryId")).flatMap(s =>
-      Try(java.util.UUID.fromString(s)).toOption)
+      Try(java.util.UUID.fromString(s)).toOption
+    )
     val sessions = Seq(Some(spark), SparkSession.getDefaultSession, SparkSession.getActiveSession).flatten.distinct
     id.flatMap { queryId =>
       sessions.iterator.flatMap(s => Try(Option(s.streams.get(queryId))).toOption.flatten).nextOption()

@@ -42,6 +42,7 @@ final class SparkBatchIds(offsetLogDir: Path, hadoopConf: SerializableHadoopConf
 }
 
 object SparkBatchIds {
+
   /** MicroBatchExecution.BATCH_ID_KEY, by value: Spark's class is internal. */
   val Property = "streaming.sql.batchId"
 }

@@ -20,8 +20,13 @@ import org.apache.kafka.common.serialization.ByteArraySerializer
  */
 object DeadLetters {
 
-  val OriginHeaders: Seq[String] = Seq("kafka-share.origin.topic", "kafka-share.origin.partition", "kafka-share.origin.offset",
-    "kafka-share.origin.deliveryCount", "kafka-share.origin.group")
+  val OriginHeaders: Seq[String] = Seq(
+    "kafka-share.origin.topic",
+    "kafka-share.origin.partition",
+    "kafka-share.origin.offset",
+    "kafka-share.origin.deliveryCount",
+    "kafka-share.origin.group"
+  )
 
   // One producer per executor JVM and client settings; KafkaProducer is thread-safe.
   private val producers = new ConcurrentHashMap[Map[String, String], KafkaProducer[Array[Byte], Array[Byte]]]()
@@ -31,7 +36,7 @@ object DeadLetters {
       val producer = producers.computeIfAbsent(params, p => create(p))
       try {
         val sent = records.map { r =>
-          val copy = new ProducerRecord[Array[Byte], Array[Byte]](topic, null, r.timestamp, r.key, r.value, r.headers)
+          val copy   = new ProducerRecord[Array[Byte], Array[Byte]](topic, null, r.timestamp, r.key, r.value, r.headers)
           val origin = Seq(r.topic, r.partition.toString, r.offset.toString, RecordRows.deliveryCountOf(r).toString, groupId)
           OriginHeaders.zip(origin).foreach { case (k, v) => copy.headers.add(k, v.getBytes(UTF_8)) }
           producer.send(copy)

@@ -41,7 +41,8 @@ final case class KafkaShareInputPartition(
     explicitDefault: Option[Decision],
     decisions: DecisionLog,
     markers: SourceMarkers,
-    poison: Option[PoisonPolicy]) extends InputPartition {
+    poison: Option[PoisonPolicy]
+) extends InputPartition {
 
   // Client settings can hold secrets: never print them.
   override def toString: String = s"KafkaShareInputPartition(batch $batch, task $task, topics ${topics.mkString(",")})"

@@ -41,18 +41,22 @@ final class KafkaSharePartitionReader(partition: KafkaShareInputPartition) exten
   private var current: InternalRow = _
 
   override def next(): Boolean =
-    if (rows.hasNext) { current = rows.next(); true } else false
+    if (rows.hasNext) { current = rows.next(); true }
+    else false
 
   override def get(): InternalRow = current
 
   override def currentMetricsValues(): Array[CustomTaskMetric] = counters.toTaskMetrics
 
   override def close(): Unit =
-    try acquisition.foreach(_.close()) finally try replay.foreach(_.close()) finally counters.addTo(totals)
+    try acquisition.foreach(_.close())
+    finally
+      try replay.foreach(_.close())
+      finally counters.addTo(totals)
 
   private def replaySealed(): Iterator[(Record, Int)] = {
     val parts: Seq[AcquisitionEntry] = partition.log.sealTask(partition.batch, partition.task)
-    val fetcher = new ReplayFetcher(parts, partition.consumerKey.params, partition.failOnDataLoss)
+    val fetcher                      = new ReplayFetcher(parts, partition.consumerKey.params, partition.failOnDataLoss)
     replay = Some(fetcher)
     fetcher.map { record => counters.replayed += 1; record }
   }

@@ -42,9 +42,11 @@ import org.apache.spark.internal.Logging
  *
  * @param replay what to yield when another attempt of this task pinned part 0 first: its records
  */
-private[reader] final class PinnedPolls(partition: KafkaShareInputPartition, counters: TaskCounters,
-    replay: () => Iterator[(PooledShareConsumer.Record, Int)])
-    extends Iterator[(PooledShareConsumer.Record, Int)] with Logging {
+private[reader] final class PinnedPolls(
+    partition: KafkaShareInputPartition,
+    counters: TaskCounters,
+    replay: () => Iterator[(PooledShareConsumer.Record, Int)]
+) extends Iterator[(PooledShareConsumer.Record, Int)] with Logging {
   import PinnedPolls._
 
   private type Record = PooledShareConsumer.Record
@@ -54,10 +56,10 @@ private[reader] final class PinnedPolls(partition: KafkaShareInputPartition, cou
   private var consumer: PooledShareConsumer = ShareConsumerPool.borrow(partition.consumerKey)
   ShareConsumerPool.watchStop(partition.consumerKey, partition.markers)
   if (consumer.newlyCreated) counters.consumersCreated += 1
-  private var part      = 0
-  private var emitted   = 0L
-  private var ownParts  = TopicPartitionRanges.empty
-  private var current   = Iterator.empty[(Record, Int)]
+  private var part     = 0
+  private var emitted  = 0L
+  private var ownParts = TopicPartitionRanges.empty
+  private var current  = Iterator.empty[(Record, Int)]
 
   override def hasNext: Boolean = {
     while (!current.hasNext && consumer != null) current = nextPart()
@@ -68,7 +70,8 @@ private[reader] final class PinnedPolls(partition: KafkaShareInputPartition, cou
 
   /** The task ends before its last part (Spark stopped reading, or a failure downstream). */
   def close(): Unit = if (consumer != null) {
-    try finish(System.nanoTime) catch {
+    try finish(System.nanoTime)
+    catch {
       case NonFatal(e) =>
         logWarning("kafka-share: ending a read task failed; closing its consumer", e)
         val failed = consumer
@@ -80,8 +83,8 @@ private[reader] final class PinnedPolls(partition: KafkaShareInputPartition, cou
   // Where the task's time went (logged at DEBUG when it ends): polling, pinning, acknowledging, and
   // outside, in Spark, between returning a part and asking for the next one.
   private var pollNanos, pinNanos, ackNanos, outsideNanos = 0L
-  private var polls      = 0
-  private var lastReturn = 0L
+  private var polls                                       = 0
+  private var lastReturn                                  = 0L
 
   private def nextPart(): Iterator[(Record, Int)] = {
     var pinned = false
@@ -91,12 +94,13 @@ private[reader] final class PinnedPolls(partition: KafkaShareInputPartition, cou
       val timeoutMs = if (part == 0 && emitted == 0) partition.pollTimeoutMs else math.max(1L, math.min(LaterPollTimeoutMs, budgetLeftMs))
       val poll      = consumer.poll(partition.topics, timeoutMs)
       polls += 1; pollNanos += System.nanoTime - pollStart
-      val polledAt  = poll.acquiredAtNanos
+      val polledAt = poll.acquiredAtNanos
       if (!poll.fromCarry) counters.acquired += poll.records.size
       poll.records.foreach(r => counters.maxDeliveryCount = math.max(counters.maxDeliveryCount, RecordRows.deliveryCountOf(r)))
       if (!poll.fromCarry) noteLastAttempts(poll.records)
 
-      val polled = if (lockAgeMs(polledAt) <= pinnableLockAgeMs) poll.records else {
+      val polled = if (lockAgeMs(polledAt) <= pinnableLockAgeMs) poll.records
+      else {
         val (lastAttempt, giveBack) = poll.records.partition(onLastAttempt)
         logWarning(s"kafka-share: batch ${partition.batch} task ${partition.task}: ${giveBack.size} record(s) were " +
           s"acquired ${lockAgeMs(polledAt)} ms ago, too close to the end of their ${partition.lockDurationMs} ms lock to " +
@@ -140,7 +144,8 @@ private[reader] final class PinnedPolls(partition: KafkaShareInputPartition, cou
         if (pollAgain) consumer.send() else finish(polledAt)
         return Iterator.empty
       }
-      val kept = if (lockAgeMs(polledAt) <= pinnableLockAgeMs) keptAtFirstCheck else {
+      val kept = if (lockAgeMs(polledAt) <= pinnableLockAgeMs) keptAtFirstCheck
+      else {
         // The steps since the first check (sibling reads, a dead-letter send, a slow file system)
         // spent the lock: another member may hold these records by now. Give them back, but for those
         // on their last attempt (see above).
@@ -156,7 +161,7 @@ private[reader] final class PinnedPolls(partition: KafkaShareInputPartition, cou
         finish(polledAt)
         return Iterator.empty
       }
-      val pinStart = System.nanoTime
+      val pinStart       = System.nanoTime
       val entry          = AcquisitionEntry.of(kept.map(r => (r.topic, r.partition, r.offset, RecordRows.deliveryCountOf(r))))
       val (winner, ours) = partition.log.writeIfAbsent(partition.batch, partition.task, entry, part)
       pinNanos += System.nanoTime - pinStart
@@ -179,10 +184,14 @@ private[reader] final class PinnedPolls(partition: KafkaShareInputPartition, cou
         counters.lockUsedPercent = lockUsedPercent(polledAt)
         // The locks started at the fetch, which for a carry or the client's buffer was some time ago.
         val lockLeftMs = (partition.lockDurationMs * 0.8).toLong - lockAgeMs(polledAt)
-        CommitWatcher.holdUntilCommitted(consumer, new Path(partition.commitFile), partition.hadoopConf,
+        CommitWatcher.holdUntilCommitted(
+          consumer,
+          new Path(partition.commitFile),
+          partition.hadoopConf,
           math.max(lockLeftMs, 0L),
           partition.explicitDefault.map(CommitWatcher.ExplicitDecisions(partition.decisions, partition.batch, _)),
-          CommitWatcher.DoneMark(partition.markers, partition.batch, partition.task))
+          CommitWatcher.DoneMark(partition.markers, partition.batch, partition.task)
+        )
         consumer = null
         inReplayOrder(kept)
       } else {
@@ -291,8 +300,10 @@ private[reader] final class PinnedPolls(partition: KafkaShareInputPartition, cou
    */
   private def pinnedElsewhere: Record => Boolean = {
     lazy val refreshed = refreshSiblings()
-    r => partition.pinned.contains(r.topic, r.partition, r.offset) || ownParts.contains(r.topic, r.partition, r.offset) ||
-      { refreshed; siblingsPinned.contains(r.topic, r.partition, r.offset) }
+    r =>
+      partition.pinned.contains(r.topic, r.partition, r.offset) || ownParts.contains(r.topic, r.partition, r.offset) || {
+        refreshed; siblingsPinned.contains(r.topic, r.partition, r.offset)
+      }
   }
 
   private val siblingPartsRead = mutable.Set.empty[(Int, Int)]
@@ -307,6 +318,7 @@ private[reader] final class PinnedPolls(partition: KafkaShareInputPartition, cou
 }
 
 private object PinnedPolls {
+
   /** How long a poll after the first waits: a backlog answers at once, and an empty wait ends the task. */
   val LaterPollTimeoutMs = 200L
 }

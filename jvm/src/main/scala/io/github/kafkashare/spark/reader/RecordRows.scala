@@ -22,7 +22,8 @@ object RecordRows {
     values(7) = deliveryCount
     if (includeHeaders) {
       val headers = record.headers.toArray
-      values(8) = if (headers.isEmpty) null else new GenericArrayData(headers.map { h =>
+      values(8) = if (headers.isEmpty) null
+      else new GenericArrayData(headers.map { h =>
         new GenericInternalRow(Array[Any](UTF8String.fromString(h.key), h.value))
       })
     }

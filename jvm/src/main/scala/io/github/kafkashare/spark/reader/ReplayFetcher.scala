@@ -68,11 +68,11 @@ final class ReplayFetcher(parts: Seq[AcquisitionEntry], params: Map[String, Stri
     val earliest = earliestOf.getOrElseUpdate(tp, offsetOf(run, c.beginningOffsets(Collections.singleton(tp), Timeout)))
     if (run.last < earliest) { missing(run, run.first, run.last, earliest); return Iterator.empty }
     if (run.first < earliest) missing(run, run.first, earliest - 1, earliest)
-    var expected   = math.max(run.first, earliest) // the next offset the run must yield
+    var expected = math.max(run.first, earliest) // the next offset the run must yield
     // Where the previous run of this partition left the consumer: a seek there would drop what the
     // client already fetched.
     if (!leftAt.get(tp).contains(expected)) c.seek(tp, expected)
-    var emptySince = 0L                            // when the polls started coming back empty
+    var emptySince = 0L // when the polls started coming back empty
     new Iterator[Iterator[(Record, Int)]] {
       override def hasNext: Boolean = expected <= run.last
       override def next(): Iterator[(Record, Int)] = {
@@ -97,8 +97,14 @@ final class ReplayFetcher(parts: Seq[AcquisitionEntry], params: Map[String, Stri
             expected = gone
             emptySince = 0L
           } else if (System.nanoTime - emptySince > ReplayFetcher.StallNanos)
-            throw ShareSourceErrors.replayStalled(run.topic, run.partition, expected, run.last,
-              params.getOrElse("bootstrap.servers", "?"), ReplayFetcher.StallNanos / 1000000000L)
+            throw ShareSourceErrors.replayStalled(
+              run.topic,
+              run.partition,
+              expected,
+              run.last,
+              params.getOrElse("bootstrap.servers", "?"),
+              ReplayFetcher.StallNanos / 1000000000L
+            )
         }
         if (expected > run.last) leftAt(tp) = c.position(tp, Timeout)
         got.iterator.map(_ -> run.deliveryCount)
@@ -107,10 +113,18 @@ final class ReplayFetcher(parts: Seq[AcquisitionEntry], params: Map[String, Stri
   }
 
   private def offsetOf(run: AcquiredRun, ask: => java.util.Map[TopicPartition, java.lang.Long]): Long =
-    try ask.get(new TopicPartition(run.topic, run.partition)).longValue catch {
+    try ask.get(new TopicPartition(run.topic, run.partition)).longValue
+    catch {
       case e: org.apache.kafka.common.errors.TimeoutException =>
-        throw ShareSourceErrors.replayStalled(run.topic, run.partition, run.first, run.last,
-          params.getOrElse("bootstrap.servers", "?"), Timeout.getSeconds, e)
+        throw ShareSourceErrors.replayStalled(
+          run.topic,
+          run.partition,
+          run.first,
+          run.last,
+          params.getOrElse("bootstrap.servers", "?"),
+          Timeout.getSeconds,
+          e
+        )
     }
 
   private val Timeout = Duration.ofSeconds(60)
@@ -123,6 +137,7 @@ final class ReplayFetcher(parts: Seq[AcquisitionEntry], params: Map[String, Stri
 }
 
 object ReplayFetcher {
+
   /** How long a replay may get no record before it gives up with a clear error. */
   val StallNanos: Long = 120L * 1000000000L
 }

@@ -17,19 +17,24 @@ import org.scalatest.funsuite.AnyFunSuite
 class CommitWatcherSuite extends AnyFunSuite {
 
   private final class Fixture {
-    val clock    = new ManualClock
-    val pool     = new ShareConsumerPool(clock, new PooledShareConsumer(_))
-    val watcher  = new CommitWatcher(clock, pool)
-    val dir      = Files.createTempDirectory("watcher-suite")
-    val conf     = new SerializableHadoopConf(new Configuration)
-    val markers  = new SourceMarkers(dir.resolve("source").toString, conf)
-    val commit   = new Path(dir.resolve("commits").resolve("7").toUri)
-    val key      = ConsumerKey(s"watcher-suite-${UUID.randomUUID}", Map("bootstrap.servers" -> "127.0.0.1:1"), 60000L, "subscribe=t", dir.toString)
+    val clock   = new ManualClock
+    val pool    = new ShareConsumerPool(clock, new PooledShareConsumer(_))
+    val watcher = new CommitWatcher(clock, pool)
+    val dir     = Files.createTempDirectory("watcher-suite")
+    val conf    = new SerializableHadoopConf(new Configuration)
+    val markers = new SourceMarkers(dir.resolve("source").toString, conf)
+    val commit  = new Path(dir.resolve("commits").resolve("7").toUri)
+    val key =
+      ConsumerKey(s"watcher-suite-${UUID.randomUUID}", Map("bootstrap.servers" -> "127.0.0.1:1"), 60000L, "subscribe=t", dir.toString)
     val consumer = pool.borrow(key)
     watcher.holdUntilCommitted(consumer, commit, conf, maxHoldMs = 1000L, explicit = None, CommitWatcher.DoneMark(markers, 7L, 0))
 
     /** Whether the consumer is back in the pool: the next borrow gets it instead of a new one. */
-    def consumerIsBack: Boolean = { val c = pool.borrow(key); try c eq consumer finally pool.discard(c) }
+    def consumerIsBack: Boolean = {
+      val c = pool.borrow(key);
+      try c eq consumer
+      finally pool.discard(c)
+    }
   }
 
   test("a hold lasts until its batch's commit file appears, then phase 2 runs and is marked done") {

@@ -11,7 +11,8 @@ import org.scalatest.funsuite.AnyFunSuite
 class ShareConsumerPoolSuite extends AnyFunSuite {
 
   // Nothing listens on port 1: these consumers never poll.
-  private def freshKey() = ConsumerKey(s"pool-suite-${UUID.randomUUID}", Map("bootstrap.servers" -> "127.0.0.1:1"), 60000L, "subscribe=t", "/tmp/checkpoint")
+  private def freshKey() =
+    ConsumerKey(s"pool-suite-${UUID.randomUUID}", Map("bootstrap.servers" -> "127.0.0.1:1"), 60000L, "subscribe=t", "/tmp/checkpoint")
 
   test("a consumer given back is handed out again; only the first borrow creates one") {
     val key   = freshKey()

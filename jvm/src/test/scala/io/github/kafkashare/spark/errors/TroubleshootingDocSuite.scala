@@ -7,8 +7,12 @@ import org.scalatest.funsuite.AnyFunSuite
 
 class TroubleshootingDocSuite extends AnyFunSuite {
   test("docs/troubleshooting.md explains every error the source can raise") {
-    val doc = new String(Files.readAllBytes(
-      Paths.get(sys.props.getOrElse("kafkashare.root", ".."), "docs", "troubleshooting.md")), "UTF-8")
+    val doc = new String(
+      Files.readAllBytes(
+        Paths.get(sys.props.getOrElse("kafkashare.root", ".."), "docs", "troubleshooting.md")
+      ),
+      "UTF-8"
+    )
     val factories = ShareSourceErrors.getClass.getDeclaredMethods.toSeq
       .filter(m => Modifier.isPublic(m.getModifiers) && m.getReturnType == classOf[ShareSourceException])
       .map(_.getName).distinct

@@ -9,10 +9,14 @@ import org.scalatest.funsuite.AnyFunSuite
 class AcquisitionLogSuite extends AnyFunSuite {
 
   test("records compress into runs of consecutive offsets with one delivery count") {
-    val entry = AcquisitionEntry.of(Seq(("t", 0, 3L, 1), ("t", 0, 1L, 1), ("t", 0, 2L, 1), ("t", 0, 4L, 2),
-      ("t", 0, 9L, 2), ("t", 1, 0L, 1)))
-    assert(entry.runs == Seq(AcquiredRun("t", 0, 1, 3, 1), AcquiredRun("t", 0, 4, 4, 2), AcquiredRun("t", 0, 9, 9, 2),
-      AcquiredRun("t", 1, 0, 0, 1)))
+    val entry =
+      AcquisitionEntry.of(Seq(("t", 0, 3L, 1), ("t", 0, 1L, 1), ("t", 0, 2L, 1), ("t", 0, 4L, 2), ("t", 0, 9L, 2), ("t", 1, 0L, 1)))
+    assert(entry.runs == Seq(
+      AcquiredRun("t", 0, 1, 3, 1),
+      AcquiredRun("t", 0, 4, 4, 2),
+      AcquiredRun("t", 0, 9, 9, 2),
+      AcquiredRun("t", 1, 0, 0, 1)
+    ))
     assert(entry.recordCount == 6)
     assert(entry.serialize == "kafka-share acquisitions v1\nt 0 1-3:1 4-4:2 9-9:2\nt 1 0-0:1\n")
   }
@@ -29,17 +33,20 @@ class AcquisitionLogSuite extends AnyFunSuite {
   }
 
   test("damaged files are refused with the path and what is wrong") {
-    Seq("" -> "the file is empty", "kafka-share acquisitions v9\n" -> "expected 'kafka-share acquisitions v1'",
-      "kafka-share acquisitions v1\nt 0\n" -> "is not 'topic partition runs...'",
-      "kafka-share acquisitions v1\nt 0 5-x:1\n" -> "is not first-last:deliveryCount").foreach { case (text, why) =>
+    Seq(
+      ""                                         -> "the file is empty",
+      "kafka-share acquisitions v9\n"            -> "expected 'kafka-share acquisitions v1'",
+      "kafka-share acquisitions v1\nt 0\n"       -> "is not 'topic partition runs...'",
+      "kafka-share acquisitions v1\nt 0 5-x:1\n" -> "is not first-last:deliveryCount"
+    ).foreach { case (text, why) =>
       val e = intercept[ShareSourceException](AcquisitionEntry.parse(text, "/ck/sources/0/acquisitions/3/1"))
       assert(e.getMessage.contains("/ck/sources/0/acquisitions/3/1") && e.getMessage.contains(why), e.getMessage)
     }
   }
 
   test("an entry is written once: a second writer gets the first entry back") {
-    val dir = Files.createTempDirectory("acq").toString
-    val log = new AcquisitionLog(dir, new SerializableHadoopConf(new Configuration()))
+    val dir    = Files.createTempDirectory("acq").toString
+    val log    = new AcquisitionLog(dir, new SerializableHadoopConf(new Configuration()))
     val first  = AcquisitionEntry.of(Seq(("t", 0, 1L, 1)))
     val second = AcquisitionEntry.of(Seq(("t", 0, 2L, 1)))
     assert(log.read(0, 0).isEmpty)
@@ -68,9 +75,9 @@ class AcquisitionLogSuite extends AnyFunSuite {
   test("a task's records are its parts up to the first missing or empty one; a seal ends it for every attempt") {
     val dir = Files.createTempDirectory("acq").toString
     val log = new AcquisitionLog(dir, new SerializableHadoopConf(new Configuration()))
-    val p0 = AcquisitionEntry.of(Seq(("t", 0, 1L, 1)))
-    val p1 = AcquisitionEntry.of(Seq(("t", 0, 2L, 1)))
-    val p2 = AcquisitionEntry.of(Seq(("t", 1, 5L, 1)))
+    val p0  = AcquisitionEntry.of(Seq(("t", 0, 1L, 1)))
+    val p1  = AcquisitionEntry.of(Seq(("t", 0, 2L, 1)))
+    val p2  = AcquisitionEntry.of(Seq(("t", 1, 5L, 1)))
     assert(log.readTask(0, 3).isEmpty) // no part 0: a fresh attempt polls
     log.writeIfAbsent(0, 3, p0)
     log.writeIfAbsent(0, 3, p1, part = 1)

@@ -24,7 +24,7 @@ class OffsetRangesSuite extends AnyFunSuite {
   }
 
   test("minus removes offsets, splitting ranges, and agrees with a set difference") {
-    val r = OffsetRanges(Seq(OffsetRange(0, 9), OffsetRange(20, 29)))
+    val r   = OffsetRanges(Seq(OffsetRange(0, 9), OffsetRange(20, 29)))
     val cut = OffsetRanges.ofOffsets(Seq(0L, 5, 6, 9, 15, 25, 40))
     assert(r.minus(cut).ranges == Vector(OffsetRange(1, 4), OffsetRange(7, 8), OffsetRange(20, 24), OffsetRange(26, 29)))
     assert(r.minus(OffsetRanges.empty) == r && OffsetRanges.empty.minus(r).isEmpty && r.minus(r).isEmpty)

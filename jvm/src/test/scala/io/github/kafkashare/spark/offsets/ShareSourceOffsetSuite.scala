@@ -5,11 +5,18 @@ import org.scalatest.funsuite.AnyFunSuite
 
 class ShareSourceOffsetSuite extends AnyFunSuite {
 
-  private val offset = ShareSourceOffset(7, 4, TopicPartitionRanges(Map(
-    ("orders", 1) -> OffsetRanges(Seq(OffsetRange(5, 9))),
-    ("orders", 0) -> OffsetRanges(Seq(OffsetRange(0, 3), OffsetRange(8, 8))),
-    ("audit", 2)  -> OffsetRanges(Seq(OffsetRange(100, 200))))), cluster = "c1", group = "g",
-    topicIds = Map("orders" -> "id-o", "audit" -> "id-a"))
+  private val offset = ShareSourceOffset(
+    7,
+    4,
+    TopicPartitionRanges(Map(
+      ("orders", 1) -> OffsetRanges(Seq(OffsetRange(5, 9))),
+      ("orders", 0) -> OffsetRanges(Seq(OffsetRange(0, 3), OffsetRange(8, 8))),
+      ("audit", 2)  -> OffsetRanges(Seq(OffsetRange(100, 200)))
+    )),
+    cluster = "c1",
+    group = "g",
+    topicIds = Map("orders" -> "id-o", "audit" -> "id-a")
+  )
 
   test("JSON is deterministic: sorted topics and partitions, a version field") {
     assert(offset.json() ==
@@ -43,8 +50,14 @@ class ShareSourceOffsetSuite extends AnyFunSuite {
   }
 
   test("malformed JSON is refused with an example of the expected form") {
-    Seq("", "{", "[]", """{"version":1}""", """{"version":1,"batch":1,"tasks":1,"pinned":{"t":{"0":[[1]]}}}""",
-      """{"version":1,"batch":1,"tasks":1,"pinned":{"t":{"x":[[1,2]]}}}""").foreach { bad =>
+    Seq(
+      "",
+      "{",
+      "[]",
+      """{"version":1}""",
+      """{"version":1,"batch":1,"tasks":1,"pinned":{"t":{"0":[[1]]}}}""",
+      """{"version":1,"batch":1,"tasks":1,"pinned":{"t":{"x":[[1,2]]}}}"""
+    ).foreach { bad =>
       val e = intercept[ShareSourceException](ShareSourceOffset.fromJson(bad))
       assert(e.getMessage.contains("expected for example"), bad)
     }

@@ -17,15 +17,43 @@ class HostileOptionsSuite extends AnyFunSuite {
 
   private val valid = Map(BootstrapServers -> "b:9092", GroupId -> "g", Subscribe -> "orders")
 
-  private val hostileValues = Seq("", " ", "-1", "0", "1.5", "abc", "NaN", "null", "true?", "\u0000",
-    "99999999999999999999", "9223372036854775808", "1e9", "0x10", "[", "x" * 10000, "é", " 5 ")
+  private val hostileValues = Seq(
+    "",
+    " ",
+    "-1",
+    "0",
+    "1.5",
+    "abc",
+    "NaN",
+    "null",
+    "true?",
+    "\u0000",
+    "99999999999999999999",
+    "9223372036854775808",
+    "1e9",
+    "0x10",
+    "[",
+    "x" * 10000,
+    "é",
+    " 5 "
+  )
 
   /** Options with a type: any value outside it must be refused. */
-  private val wholeNumbers = Map[String, BigInt](Parallelism -> 100000, LockTimeoutMs -> 3600000L, MaxRecordsPerTrigger -> Long.MaxValue,
-    PollTimeoutMs -> 600000L, MaxDeliveries -> 1000)
-  private val enums = Map(Strategy -> ExactlyOnceStrategy.all.map(_.name), AckMode -> Seq("implicit", "explicit"),
-    StartingOffsetsKey -> Seq("earliest", "latest"), IncludeHeaders -> Seq("true", "false"),
-    FailOnDataLoss -> Seq("true", "false"), DefaultDecision -> Seq("accept", "release"))
+  private val wholeNumbers = Map[String, BigInt](
+    Parallelism          -> 100000,
+    LockTimeoutMs        -> 3600000L,
+    MaxRecordsPerTrigger -> Long.MaxValue,
+    PollTimeoutMs        -> 600000L,
+    MaxDeliveries        -> 1000
+  )
+  private val enums = Map(
+    Strategy           -> ExactlyOnceStrategy.all.map(_.name),
+    AckMode            -> Seq("implicit", "explicit"),
+    StartingOffsetsKey -> Seq("earliest", "latest"),
+    IncludeHeaders     -> Seq("true", "false"),
+    FailOnDataLoss     -> Seq("true", "false"),
+    DefaultDecision    -> Seq("accept", "release")
+  )
 
   private val sourceOptions = OptionDeclarations.all.map(_.key).filterNot(_ == "kafka.*")
 
@@ -43,8 +71,10 @@ class HostileOptionsSuite extends AnyFunSuite {
         val message = e.getMessage
         assert(message.startsWith("kafka-share: "), message)
         assert(!message.contains("\tat "), s"a stack trace in the message: $message")
-        assert(broken.exists(k => message.toLowerCase(Locale.ROOT).contains(k.toLowerCase(Locale.ROOT))),
-          s"options ${broken.mkString(", ")} broken, but the error names none of them: ${message.take(300)}")
+        assert(
+          broken.exists(k => message.toLowerCase(Locale.ROOT).contains(k.toLowerCase(Locale.ROOT))),
+          s"options ${broken.mkString(", ")} broken, but the error names none of them: ${message.take(300)}"
+        )
         Some(message)
       case other: Throwable =>
         fail(s"options ${broken.mkString(", ")} gave ${other.getClass.getName}, not the source's error: ${other.getMessage}", other)
@@ -61,8 +91,8 @@ class HostileOptionsSuite extends AnyFunSuite {
   }
 
   test("two or three bad values at once, and conflicting options, from a seeded generator") {
-    val seed   = 20261122L
-    val random = new Random(seed)
+    val seed    = 20261122L
+    val random  = new Random(seed)
     val refused = RefusedKafkaOptions.keys.toSeq.sorted.map("kafka." + _)
     (1 to 400).foreach { i =>
       val keys    = random.shuffle(sourceOptions ++ refused).take(2 + random.nextInt(2))

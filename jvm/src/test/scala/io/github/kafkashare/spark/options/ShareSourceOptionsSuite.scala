@@ -31,9 +31,15 @@ class ShareSourceOptionsSuite extends AnyFunSuite {
   }
 
   test("option names are case-insensitive, values of enums too") {
-    val o = ShareSourceOptions.parse(Map("KAFKA.BOOTSTRAP.SERVERS" -> "b:9092", "Kafka.Share.Group.Id" -> "g",
-      "SubscribePattern" -> "orders-.*", "kafka.share.exactly.once.strategy" -> "Two-Phase-Commit",
-      "STARTINGOFFSETS" -> "EARLIEST", "includeheaders" -> "TRUE", "kafka.share.parallelism" -> "8"))
+    val o = ShareSourceOptions.parse(Map(
+      "KAFKA.BOOTSTRAP.SERVERS"           -> "b:9092",
+      "Kafka.Share.Group.Id"              -> "g",
+      "SubscribePattern"                  -> "orders-.*",
+      "kafka.share.exactly.once.strategy" -> "Two-Phase-Commit",
+      "STARTINGOFFSETS"                   -> "EARLIEST",
+      "includeheaders"                    -> "TRUE",
+      "kafka.share.parallelism"           -> "8"
+    ))
     assert(o.subscription == Subscription.TopicPattern("orders-.*"))
     assert(o.strategy == ExactlyOnceStrategy.TwoPhaseCommit)
     assert(o.startingOffsets == StartingOffsets.Earliest && o.includeHeaders && o.parallelism.contains(8))
@@ -60,15 +66,16 @@ class ShareSourceOptionsSuite extends AnyFunSuite {
 
   test("invalid values name the option and what is expected") {
     val cases = Seq(
-      "kafka.share.exactly.once.strategy" -> "exactly-once" -> "one of 'none', 'idempotent', 'checkpoint-dedup', 'two-phase-commit'",
-      "kafka.share.acknowledgment.mode"   -> "auto"         -> "'implicit' or 'explicit'",
-      "kafka.share.parallelism"           -> "0"            -> "a whole number between 1 and 100000",
-      "kafka.share.parallelism"           -> "four"         -> "a whole number between 1 and 100000",
-      "maxRecordsPerTrigger"              -> "-5"           -> "a whole number between 1 and",
-      "kafka.share.lock.timeout.ms"       -> "99999999999"  -> "a whole number between 1 and 3600000",
+      "kafka.share.exactly.once.strategy" -> "exactly-once"      -> "one of 'none', 'idempotent', 'checkpoint-dedup', 'two-phase-commit'",
+      "kafka.share.acknowledgment.mode"   -> "auto"              -> "'implicit' or 'explicit'",
+      "kafka.share.parallelism"           -> "0"                 -> "a whole number between 1 and 100000",
+      "kafka.share.parallelism"           -> "four"              -> "a whole number between 1 and 100000",
+      "maxRecordsPerTrigger"              -> "-5"                -> "a whole number between 1 and",
+      "kafka.share.lock.timeout.ms"       -> "99999999999"       -> "a whole number between 1 and 3600000",
       "startingOffsets"                   -> "{\"t\":{\"0\":5}}" -> "one of 'earliest', 'latest'",
-      "includeHeaders"                    -> "yes"          -> "'true' or 'false'",
-      "failOnDataLoss"                    -> "1"            -> "'true' or 'false'")
+      "includeHeaders"                    -> "yes"               -> "'true' or 'false'",
+      "failOnDataLoss"                    -> "1"                 -> "'true' or 'false'"
+    )
     cases.foreach { case ((key, value), expected) =>
       val message = failure(required + (key -> value))
       assert(message.contains(s"option '$key' has the invalid value '$value'"), message)
@@ -79,8 +86,10 @@ class ShareSourceOptionsSuite extends AnyFunSuite {
   test("explicit acknowledgement: a default decision, and records held until the batch commits") {
     val o = ShareSourceOptions.parse(required + ("kafka.share.acknowledgment.mode" -> "Explicit"))
     assert(o.mode == AcknowledgmentMode.Explicit(Decision.Accept) && o.holdsUntilCommit)
-    val r = ShareSourceOptions.parse(required ++ Map("kafka.share.acknowledgment.mode" -> "explicit",
-      "kafka.share.acknowledgment.default" -> "RELEASE"))
+    val r = ShareSourceOptions.parse(required ++ Map(
+      "kafka.share.acknowledgment.mode"    -> "explicit",
+      "kafka.share.acknowledgment.default" -> "RELEASE"
+    ))
     assert(r.mode == AcknowledgmentMode.Explicit(Decision.Release))
     assert(!ShareSourceOptions.parse(required).holdsUntilCommit)
     assert(failure(required + ("kafka.share.acknowledgment.default" -> "release"))
@@ -101,10 +110,15 @@ class ShareSourceOptionsSuite extends AnyFunSuite {
   }
 
   test("client settings a share consumer rejects are refused with the alternative") {
-    Seq("auto.offset.reset" -> "startingOffsets", "enable.auto.commit" -> "acknowledges records itself",
-      "group.id" -> "kafka.share.group.id", "isolation.level" -> "share.isolation.level",
-      "session.timeout.ms" -> "share.session.timeout.ms", "group.instance.id" -> "static membership",
-      "key.deserializer" -> "as bytes").foreach { case (key, instead) =>
+    Seq(
+      "auto.offset.reset"  -> "startingOffsets",
+      "enable.auto.commit" -> "acknowledges records itself",
+      "group.id"           -> "kafka.share.group.id",
+      "isolation.level"    -> "share.isolation.level",
+      "session.timeout.ms" -> "share.session.timeout.ms",
+      "group.instance.id"  -> "static membership",
+      "key.deserializer"   -> "as bytes"
+    ).foreach { case (key, instead) =>
       val message = failure(required + (s"kafka.$key" -> "x"))
       assert(message.contains(s"option 'kafka.$key' cannot be used with a share group") && message.contains(instead), message)
     }

@@ -46,11 +46,20 @@ final class KafkaBroker private (val dir: Path, val version: String, recipe: Kaf
     if (isAlive) return this
     if (!Files.exists(propsFile)) format()
     val cmd = new java.util.ArrayList[String]()
-    Seq(KafkaBroker.javaBin, "-Xms256m", if (clusterSize > 1) "-Xmx512m" else "-Xmx1g", "-XX:+UseG1GC", "-Djava.awt.headless=true",
+    Seq(
+      KafkaBroker.javaBin,
+      "-Xms256m",
+      if (clusterSize > 1) "-Xmx512m" else "-Xmx1g",
+      "-XX:+UseG1GC",
+      "-Djava.awt.headless=true",
       "-Dorg.slf4j.simpleLogger.showDateTime=true",
       "-Dorg.slf4j.simpleLogger.dateTimeFormat=HH:mm:ss.SSS",
       "-Dorg.slf4j.simpleLogger.log.org.apache.kafka.coordinator=info",
-      "-cp", ProjectPaths.brokerClasspath(version), "kafka.Kafka", propsFile.toString).foreach(cmd.add)
+      "-cp",
+      ProjectPaths.brokerClasspath(version),
+      "kafka.Kafka",
+      propsFile.toString
+    ).foreach(cmd.add)
     val process = new ProcessBuilder(cmd)
       .redirectErrorStream(true)
       .redirectOutput(ProcessBuilder.Redirect.appendTo(logFile.toFile))
@@ -74,15 +83,25 @@ final class KafkaBroker private (val dir: Path, val version: String, recipe: Kaf
     Files.createDirectories(dir)
     val props = KafkaBroker.serverProperties(version, recipe, dir)
     val out   = Files.newOutputStream(propsFile)
-    try props.store(out, s"KRaft node ${recipe.nodeId} (Kafka $version) for tests") finally out.close()
+    try props.store(out, s"KRaft node ${recipe.nodeId} (Kafka $version) for tests")
+    finally out.close()
     // Kafka 4.1 formats with share.version=0 (share groups off): ask for 1. Newer versions turn
     // share groups on by default, and we test that default. The error tests want them off.
     val shareFeature =
       if (!recipe.shareGroups) Seq("--feature", "share.version=0")
       else if (version.startsWith("4.1.")) Seq("--feature", "share.version=1")
       else Nil
-    val args = Seq(KafkaBroker.javaBin, "-cp", ProjectPaths.brokerClasspath(version), "kafka.tools.StorageTool",
-      "format", "-t", recipe.clusterId, "-c", propsFile.toString) ++ shareFeature
+    val args = Seq(
+      KafkaBroker.javaBin,
+      "-cp",
+      ProjectPaths.brokerClasspath(version),
+      "kafka.tools.StorageTool",
+      "format",
+      "-t",
+      recipe.clusterId,
+      "-c",
+      propsFile.toString
+    ) ++ shareFeature
     val process = new ProcessBuilder(args: _*)
       .redirectErrorStream(true)
       .redirectOutput(ProcessBuilder.Redirect.appendTo(logFile.toFile))
@@ -103,11 +122,12 @@ final class KafkaBroker private (val dir: Path, val version: String, recipe: Kaf
         process.foreach(_.destroyForcibly())
         throw new IOException(s"Kafka $version did not serve within $timeoutMs ms:\n${logTail()}")
       }
-      serving = try {
-        val admin = this.admin()
-        try admin.describeCluster().nodes().get(2, TimeUnit.SECONDS).size >= clusterSize
-        finally admin.close(java.time.Duration.ofSeconds(2))
-      } catch { case NonFatal(_) => false }
+      serving =
+        try {
+          val admin = this.admin()
+          try admin.describeCluster().nodes().get(2, TimeUnit.SECONDS).size >= clusterSize
+          finally admin.close(java.time.Duration.ofSeconds(2))
+        } catch { case NonFatal(_) => false }
       if (!serving) Thread.sleep(200)
     }
     this
@@ -147,7 +167,8 @@ object KafkaBroker {
       nodes: Int = 1,
       ports: Seq[(Int, Int)] = Nil,
       clusterId: String = Uuid.randomUuid().toString,
-      secure: Boolean = false)
+      secure: Boolean = false
+  )
 
   /**
    * Starts a broker of `version` in `dir`, or restarts the one whose data is already there.
@@ -162,7 +183,7 @@ object KafkaBroker {
    */
   def startCluster(version: String, dir: Path, nodes: Int): Seq[KafkaBroker] = {
     val nodeDirs = (1 to nodes).map(i => dir.resolve(s"node-$i"))
-    val recipes  =
+    val recipes =
       if (nodeDirs.forall(d => Files.exists(d.resolve("server.properties")))) nodeDirs.map(_ => Recipe(nodes = nodes))
       else {
         val ports     = (1 to nodes).map(_ => (freePort(), freePort()))
@@ -193,26 +214,28 @@ object KafkaBroker {
     val (port, controllerPort) = ports(recipe.nodeId - 1)
     val replicas               = recipe.nodes.toString
     val minIsr                 = math.min(2, recipe.nodes).toString
-    val voters = ports.zipWithIndex.map { case ((_, c), i) => s"${i + 1}@127.0.0.1:$c" }.mkString(",")
-    val secure = if (recipe.secure) Some(SecureListeners.create(dir)) else None
-    val p = new Properties
+    val voters                 = ports.zipWithIndex.map { case ((_, c), i) => s"${i + 1}@127.0.0.1:$c" }.mkString(",")
+    val secure                 = if (recipe.secure) Some(SecureListeners.create(dir)) else None
+    val p                      = new Properties
     (Map(
-      "process.roles"                                    -> "broker,controller",
-      "node.id"                                          -> recipe.nodeId.toString,
-      "controller.quorum.voters"                         -> voters,
-      "listeners"                                        -> (Seq(s"PLAINTEXT://127.0.0.1:$port", s"CONTROLLER://127.0.0.1:$controllerPort") ++ secure.map(_.listeners)).mkString(","),
-      "advertised.listeners"                             -> (Seq(s"PLAINTEXT://127.0.0.1:$port") ++ secure.map(_.listeners)).mkString(","),
-      "controller.listener.names"                        -> "CONTROLLER",
-      "inter.broker.listener.name"                       -> "PLAINTEXT",
-      "listener.security.protocol.map"                   -> "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT,SSL:SSL",
-      "log.dirs"                                         -> dir.resolve("data").toString,
-      "num.partitions"                                   -> "1",
-      "default.replication.factor"                       -> replicas,
-      "min.insync.replicas"                              -> minIsr,
-      "offsets.topic.replication.factor"                 -> replicas,
-      "offsets.topic.num.partitions"                     -> "3",
-      "transaction.state.log.replication.factor"         -> replicas,
-      "transaction.state.log.min.isr"                    -> minIsr,
+      "process.roles"            -> "broker,controller",
+      "node.id"                  -> recipe.nodeId.toString,
+      "controller.quorum.voters" -> voters,
+      "listeners" -> (Seq(s"PLAINTEXT://127.0.0.1:$port", s"CONTROLLER://127.0.0.1:$controllerPort") ++ secure.map(_.listeners)).mkString(
+        ","
+      ),
+      "advertised.listeners"                     -> (Seq(s"PLAINTEXT://127.0.0.1:$port") ++ secure.map(_.listeners)).mkString(","),
+      "controller.listener.names"                -> "CONTROLLER",
+      "inter.broker.listener.name"               -> "PLAINTEXT",
+      "listener.security.protocol.map"           -> "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT,SSL:SSL",
+      "log.dirs"                                 -> dir.resolve("data").toString,
+      "num.partitions"                           -> "1",
+      "default.replication.factor"               -> replicas,
+      "min.insync.replicas"                      -> minIsr,
+      "offsets.topic.replication.factor"         -> replicas,
+      "offsets.topic.num.partitions"             -> "3",
+      "transaction.state.log.replication.factor" -> replicas,
+      "transaction.state.log.min.isr"            -> minIsr,
       "share.coordinator.state.topic.replication.factor" -> replicas,
       "share.coordinator.state.topic.min.isr"            -> minIsr,
       "share.coordinator.state.topic.num.partitions"     -> "3",
@@ -220,12 +243,12 @@ object KafkaBroker {
       "auto.create.topics.enable"                        -> "false",
       // Lower bounds only (the defaults stay): lets a test give a group a short session or lock,
       // so a paused consumer's session expires (F7) in seconds rather than 45 s.
-      "group.share.min.session.timeout.ms"               -> "6000",
-      "group.share.min.heartbeat.interval.ms"            -> "1000",
+      "group.share.min.session.timeout.ms"    -> "6000",
+      "group.share.min.heartbeat.interval.ms" -> "1000",
       // Not broker settings: the harness's own notes, ignored by Kafka.
-      "kafkashare.port"                                  -> port.toString,
-      "kafkashare.nodes"                                 -> recipe.nodes.toString,
-      "kafkashare.version"                               -> version
+      "kafkashare.port"    -> port.toString,
+      "kafkashare.nodes"   -> recipe.nodes.toString,
+      "kafkashare.version" -> version
     ) ++ secure.map(_.brokerSettings).getOrElse(Map.empty)).foreach { case (k, v) => p.setProperty(k, v) }
     p
   }
@@ -233,7 +256,8 @@ object KafkaBroker {
   private[testkit] def loadProperties(file: Path): Properties = {
     val p  = new Properties
     val in = Files.newInputStream(file)
-    try p.load(in) finally in.close()
+    try p.load(in)
+    finally in.close()
     p
   }
 

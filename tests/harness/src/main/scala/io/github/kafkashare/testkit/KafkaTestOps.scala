@@ -75,21 +75,30 @@ final class KafkaTestOps(bootstrapServers: String) {
 
   /**
    * Produces keys firstKey.. at `perSecond` records a second for `seconds` (in 100 ms steps), each
-   * step confirmed before the next, as a steady upstream would; returns how many it produced.
+   * step confirmed before the next, as a steady upstream would, or until `stop` says so; returns how
+   * many it produced.
    */
-  def produceAtRate(topic: String, perSecond: Int, seconds: Int, firstKey: Int = 0, valueBytes: Int = 100): Int =
+  def produceAtRate(
+      topic: String,
+      perSecond: Int,
+      seconds: Int,
+      firstKey: Int = 0,
+      valueBytes: Int = 100,
+      stop: () => Boolean = () => false
+  ): Int =
     withProducer { (producer, value) =>
       val perStep = math.max(1, perSecond / 10)
       val start   = System.nanoTime
-      (0 until seconds * 10).foreach { step =>
-        val from = firstKey + step * perStep
+      var steps   = 0
+      while (steps < seconds * 10 && !stop()) {
+        val from = firstKey + steps * perStep
         (from until from + perStep).foreach(i => producer.send(new ProducerRecord(topic, i.toString.getBytes("UTF-8"), value)))
         producer.flush()
-        val next = start + (step + 1) * 100000000L
-        val wait = (next - System.nanoTime) / 1000000L
+        steps += 1
+        val wait = (start + steps * 100000000L - System.nanoTime) / 1000000L
         if (wait > 0) Thread.sleep(wait)
       }
-      seconds * 10 * perStep
+      steps * perStep
     }(valueBytes, bulk = false)
 
   private def withProducer[T](use: (KafkaProducer[Array[Byte], Array[Byte]], Array[Byte]) => T)(valueBytes: Int, bulk: Boolean): T = {
@@ -137,7 +146,8 @@ final class KafkaTestOps(bootstrapServers: String) {
     props.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrapServers)
     props.put(ConsumerConfig.GROUP_ID_CONFIG, groupId)
     val consumer = new KafkaShareConsumer[Array[Byte], Array[Byte]](props, new ByteArrayDeserializer, new ByteArrayDeserializer)
-    try { consumer.subscribe(topics.asJava); use(consumer) } finally consumer.close()
+    try { consumer.subscribe(topics.asJava); use(consumer) }
+    finally consumer.close()
   }
 
   private def poll(consumer: KafkaShareConsumer[Array[Byte], Array[Byte]]): Seq[ReceivedRecord] =
@@ -161,7 +171,7 @@ final class KafkaTestOps(bootstrapServers: String) {
       while (ends.exists { case (tp, end) => consumer.position(tp) < end } && System.nanoTime < deadline)
         consumer.poll(Duration.ofMillis(500)).asScala.foreach { r =>
           def quote(s: String) = "\"" + s.replace("\\", "\\\\").replace("\"", "\\\"") + "\""
-          val headers = r.headers.asScala.map(h => s"${quote(h.key)}:${quote(new String(h.value, "UTF-8"))}").mkString(",")
+          val headers          = r.headers.asScala.map(h => s"${quote(h.key)}:${quote(new String(h.value, "UTF-8"))}").mkString(",")
           lines += s"""{"key":${quote(new String(r.key, "UTF-8"))},"headers":{$headers}}"""
         }
       lines.toSeq

@@ -11,8 +11,14 @@ import java.util.concurrent.TimeUnit
  * search logs and query progress for them. Everything a client needs is noted in server.properties
  * (`kafkashare.sasl.*`, `kafkashare.ssl.*`) and read back with [[KafkaBroker.note]].
  */
-final case class SecureListeners(saslPort: Int, sslPort: Int, userPassword: String, storePassword: String,
-                                 keystore: Path, truststore: Path) {
+final case class SecureListeners(
+    saslPort: Int,
+    sslPort: Int,
+    userPassword: String,
+    storePassword: String,
+    keystore: Path,
+    truststore: Path
+) {
 
   def listeners: String = s"SASL_PLAINTEXT://127.0.0.1:$saslPort,SSL://127.0.0.1:$sslPort"
 
@@ -22,16 +28,16 @@ final case class SecureListeners(saslPort: Int, sslPort: Int, userPassword: Stri
     "listener.name.sasl_plaintext.plain.sasl.jaas.config" ->
       ("org.apache.kafka.common.security.plain.PlainLoginModule required " +
         s"""username="admin" password="$userPassword" user_admin="$userPassword" user_alice="$userPassword";"""),
-    "ssl.keystore.type"                    -> "PKCS12",
-    "ssl.keystore.location"                -> keystore.toString,
-    "ssl.keystore.password"                -> storePassword,
-    "ssl.key.password"                     -> storePassword,
-    "kafkashare.sasl.bootstrap"            -> s"127.0.0.1:$saslPort",
-    "kafkashare.sasl.user"                 -> "alice",
-    "kafkashare.sasl.password"             -> userPassword,
-    "kafkashare.ssl.bootstrap"             -> s"127.0.0.1:$sslPort",
-    "kafkashare.ssl.truststore"            -> truststore.toString,
-    "kafkashare.ssl.truststore.password"   -> storePassword
+    "ssl.keystore.type"                  -> "PKCS12",
+    "ssl.keystore.location"              -> keystore.toString,
+    "ssl.keystore.password"              -> storePassword,
+    "ssl.key.password"                   -> storePassword,
+    "kafkashare.sasl.bootstrap"          -> s"127.0.0.1:$saslPort",
+    "kafkashare.sasl.user"               -> "alice",
+    "kafkashare.sasl.password"           -> userPassword,
+    "kafkashare.ssl.bootstrap"           -> s"127.0.0.1:$sslPort",
+    "kafkashare.ssl.truststore"          -> truststore.toString,
+    "kafkashare.ssl.truststore.password" -> storePassword
   )
 }
 
@@ -44,15 +50,52 @@ object SecureListeners {
     val certFile   = dir.resolve("broker.crt")
     val truststore = dir.resolve("truststore.p12")
     val storePass  = s"store-secret-${UUID.randomUUID().toString.take(8)}"
-    keytool("-genkeypair", "-alias", "broker", "-keyalg", "RSA", "-keysize", "2048", "-validity", "30",
-      "-dname", "CN=localhost", "-ext", "SAN=IP:127.0.0.1,DNS:localhost",
-      "-storetype", "PKCS12", "-keystore", keystore.toString, "-storepass", storePass, "-keypass", storePass)
-    keytool("-exportcert", "-alias", "broker", "-keystore", keystore.toString, "-storepass", storePass,
-      "-file", certFile.toString)
-    keytool("-importcert", "-noprompt", "-alias", "broker", "-file", certFile.toString,
-      "-storetype", "PKCS12", "-keystore", truststore.toString, "-storepass", storePass)
-    SecureListeners(KafkaBroker.freePort(), KafkaBroker.freePort(), s"user-secret-${UUID.randomUUID().toString.take(8)}",
-      storePass, keystore, truststore)
+    keytool(
+      "-genkeypair",
+      "-alias",
+      "broker",
+      "-keyalg",
+      "RSA",
+      "-keysize",
+      "2048",
+      "-validity",
+      "30",
+      "-dname",
+      "CN=localhost",
+      "-ext",
+      "SAN=IP:127.0.0.1,DNS:localhost",
+      "-storetype",
+      "PKCS12",
+      "-keystore",
+      keystore.toString,
+      "-storepass",
+      storePass,
+      "-keypass",
+      storePass
+    )
+    keytool("-exportcert", "-alias", "broker", "-keystore", keystore.toString, "-storepass", storePass, "-file", certFile.toString)
+    keytool(
+      "-importcert",
+      "-noprompt",
+      "-alias",
+      "broker",
+      "-file",
+      certFile.toString,
+      "-storetype",
+      "PKCS12",
+      "-keystore",
+      truststore.toString,
+      "-storepass",
+      storePass
+    )
+    SecureListeners(
+      KafkaBroker.freePort(),
+      KafkaBroker.freePort(),
+      s"user-secret-${UUID.randomUUID().toString.take(8)}",
+      storePass,
+      keystore,
+      truststore
+    )
   }
 
   private def keytool(args: String*): Unit = {

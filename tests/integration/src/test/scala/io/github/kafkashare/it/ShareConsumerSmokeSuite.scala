@@ -38,8 +38,10 @@ class ShareConsumerSmokeSuite extends BrokerVersionsSuite {
     // Observed, and relied on by the poison-record count: Kafka 4.1 does not count a delivery that
     // ended in a release at close (the record returns with deliveryCount 1); 4.2 and later do (2).
     val expectedCount = if (broker.version.startsWith("4.1.")) 1 else 2
-    assert(again.size == released.size && again.forall(_.deliveryCount == expectedCount),
-      s"a record released at close comes back with deliveryCount $expectedCount on Kafka ${broker.version}")
+    assert(
+      again.size == released.size && again.forall(_.deliveryCount == expectedCount),
+      s"a record released at close comes back with deliveryCount $expectedCount on Kafka ${broker.version}"
+    )
   }
 
   testEachBroker("the broker restarts on its data dir after SIGKILL, with its records") { (broker, kafka) =>

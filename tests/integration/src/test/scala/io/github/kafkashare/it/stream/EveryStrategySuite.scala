@@ -1,0 +1,21 @@
+package io.github.kafkashare.it.stream
+
+/** Every strategy reads every record, on every broker version the build fetched (oldest and newest 4.x). */
+class EveryStrategySuite extends ShareStreamTest {
+
+  for (version <- SharedBrokers.versions; strategy <- Seq("none", "idempotent", "checkpoint-dedup", "two-phase-commit"))
+    test(s"$strategy reads everything [Kafka $version]") {
+      val topic = prepare(SharedBrokers.of(version))
+      testStream(topic.query(strategy))(
+        AddRecords(topic, 2000),
+        StartStream(),
+        CheckLanded(2000),
+        AddRecords(topic, 500, firstKey = 2000), // records that arrive while the query runs
+        CheckLanded(2500),
+        StopStream,
+        AddRecords(topic, 500, firstKey = 2500), // and while it is stopped: read on restart
+        StartStream(),
+        CheckLanded(3000)
+      )
+    }
+}

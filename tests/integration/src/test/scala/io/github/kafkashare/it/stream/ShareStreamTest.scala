@@ -1,0 +1,110 @@
+package io.github.kafkashare.it.stream
+
+import java.util.UUID
+
+import scala.concurrent.duration._
+
+import io.github.kafkashare.testkit.KafkaBroker
+import org.apache.spark.sql.SparkSession
+import org.scalatest.{Failed, Outcome}
+import org.scalatest.funsuite.AnyFunSuite
+
+/** The Spark session of the test JVM, shared by every stream suite (queries and groups are per test). */
+object SharedSpark {
+  lazy val session: SparkSession = SparkSession
+    .builder()
+    .appName("kafka-share stream suites")
+    .master("local[4,4]") // 4 concurrent tasks for parallelism 4; 4 attempts per task, as on a cluster
+    .config("spark.sql.shuffle.partitions", "2")
+    .config("spark.ui.enabled", "false")
+    .config("spark.sql.streaming.numRecentProgressUpdates", "1000")
+    .getOrCreate()
+}
+
+/**
+ * In-JVM end-to-end tests of the source in the style of Spark's own `KafkaMicroBatchSourceSuite`: a real
+ * broker (SharedBrokers), a real Spark session (SharedSpark), a fresh topic and group per test, and a
+ * test as a list of actions: add records, start, stop, restart from the checkpoint, check what landed.
+ */
+abstract class ShareStreamTest extends AnyFunSuite {
+
+  protected def spark: SparkSession = SharedSpark.session
+
+  /** A topic or group name no other test (of this or an earlier run on the same broker) uses. */
+  protected def fresh(prefix: String): String = s"$prefix-${UUID.randomUUID().toString.take(8)}"
+
+  /**
+   * A fresh topic of `partitions` and a group whose locks last `lockMs` (by default the shortest the
+   * broker allows, so that what a stopped or failed reader held comes back quickly).
+   */
+  protected def prepare(broker: KafkaBroker = SharedBrokers.newest, partitions: Int = 2, lockMs: Int = 15000): Prepared = {
+    val prepared = Prepared(broker, fresh("orders"), fresh("spark"))
+    prepared.kafka.createTopic(prepared.topic, partitions)
+    prepared.kafka.setGroupConfig(prepared.group, Map("share.record.lock.duration.ms" -> lockMs.toString))
+    prepared
+  }
+
+  /** Runs `actions` in order on `query`; a failure names the action and describes the query. */
+  protected def testStream(query: ShareQuery)(actions: StreamAction*): Unit =
+    try actions.zipWithIndex.foreach { case (action, i) =>
+        try run(query, action)
+        catch {
+          case e: Throwable =>
+            val trace = actions.zipWithIndex.map { case (a, j) => (if (j == i) "=> " else "   ") + a }.mkString("\n")
+            fail(s"action ${i + 1} failed: ${e.getMessage}\n$trace\nquery: ${query.describe}", e)
+        }
+      }
+    finally
+      try query.stop() // whatever happened: a query left running would slow every later test of the JVM
+      catch { case e: Exception => info(s"stopping the query: $e") }
+
+  private def run(query: ShareQuery, action: StreamAction): Unit = action match {
+    case AddRecords(prepared, count, firstKey) => prepared.kafka.produce(prepared.topic, count, firstKey = firstKey)
+    case StartStream(trigger)                  => query.start(trigger)
+    case StopStream                            => query.stop()
+    case AwaitTermination(within) =>
+      assert(query.query.awaitTermination(within.toMillis), s"the query did not end within $within")
+      query.query.exception.foreach(e => throw e)
+    case CheckLanded(records, within, alsoKeys) => checkLanded(query, (0 until records) ++ alsoKeys, within)
+    case ExpectFailure(containing, within) =>
+      eventually(within, s"the query failing with '$containing'")(!query.query.isActive)
+      val error = query.query.exception.map(e => s"${e.getMessage} ${Option(e.getCause).map(_.toString).getOrElse("")}")
+      assert(error.exists(_.contains(containing)), s"ended with ${error.getOrElse("no error")}")
+    case a: Assert => a.check(query)
+  }
+
+  private def checkLanded(query: ShareQuery, expectedKeys: Seq[Int], within: FiniteDuration): Unit = {
+    eventually(within, s"${expectedKeys.size} distinct keys in the sink") {
+      query.query.exception.foreach(e => throw e)
+      query.sink.distinctKeys >= expectedKeys.size
+    }
+    // The batch that landed the last rows reports its progress only after it commits.
+    eventually(30.seconds, "the progress of the sink's last batch") {
+      query.progress.lastOption.exists(_.batchId >= query.sink.lastBatch)
+    }
+    val rows    = query.sink.rows
+    val keys    = rows.map(_.key).toSet
+    val missing = expectedKeys.map(_.toString).filterNot(keys)
+    val doubled = rows.size - keys.size
+    info(s"${query.strategy}: produced ${expectedKeys.size} landed ${rows.size} lost ${missing.size} doubled $doubled")
+    assert(missing.isEmpty, s"${missing.size} records lost, for example ${missing.take(5).mkString(", ")}")
+    assert(keys.size == expectedKeys.size, s"keys that were never produced landed: ${(keys -- expectedKeys.map(_.toString)).take(5)}")
+    if (Set("checkpoint-dedup", "two-phase-commit")(query.strategy)) assert(doubled == 0, s"$doubled records landed twice")
+  }
+
+  /** Waits until `condition` holds, checking every 200 ms; fails naming `what`. */
+  protected def eventually(within: FiniteDuration, what: String)(condition: => Boolean): Unit = {
+    val deadline = within.fromNow
+    while (!condition) {
+      if (deadline.isOverdue()) fail(s"not within $within: $what")
+      Thread.sleep(200)
+    }
+  }
+
+  override def withFixture(test: NoArgTest): Outcome = super.withFixture(test) match {
+    case failed: Failed =>
+      SharedBrokers.running.foreach(b => info(s"--- last lines of ${b.logFile} ---\n${b.logTail()}"))
+      failed
+    case other => other
+  }
+}

@@ -1,0 +1,40 @@
+package io.github.kafkashare.it.stream
+
+import java.nio.file.Files
+
+import scala.collection.concurrent.TrieMap
+
+import io.github.kafkashare.testkit.{KafkaBroker, ProjectPaths}
+
+/**
+ * One real broker per Kafka version for the whole test JVM, started on first use and stopped when
+ * the JVM ends: every stream suite shares them (topics and groups are fresh per test).
+ */
+object SharedBrokers {
+
+  private val started = TrieMap.empty[String, KafkaBroker]
+
+  /** The versions the build fetched, oldest first. */
+  def versions: Seq[String] = {
+    val fetched = ProjectPaths.brokerVersions
+    require(fetched.nonEmpty, "no broker version fetched: run sbt harness/fetchBrokers")
+    fetched
+  }
+
+  def newest: KafkaBroker = of(versions.last)
+
+  /** The brokers started so far (for their logs when a test fails). */
+  def running: Seq[KafkaBroker] = started.values.toSeq
+
+  def of(version: String): KafkaBroker = synchronized {
+    started.get(version).filter(_.isAlive).getOrElse {
+      val broker = started.get(version) match {
+        case Some(stopped) => stopped.start() // a test killed it: same data, same port
+        case None          => KafkaBroker.start(version, Files.createTempDirectory(s"kafka-$version-"))
+      }
+      if (started.isEmpty) sys.addShutdownHook(started.values.foreach(b => if (b.isAlive) b.stop()))
+      started.put(version, broker)
+      broker
+    }
+  }
+}

@@ -1,0 +1,175 @@
+package io.github.kafkashare.it.stream
+
+import java.nio.file.Files
+
+import scala.concurrent.duration._
+import scala.jdk.CollectionConverters._
+import scala.util.Using
+
+import org.apache.spark.sql.streaming.Trigger
+
+/** Promise 8 (progress) and the source's other behaviour, against a real broker in a real Spark session. */
+class SourceBehaviourSuite extends ShareStreamTest {
+
+  test("an idle source runs no batches") {
+    val topic  = prepare()
+    var before = 0
+    testStream(topic.query("checkpoint-dedup"))(
+      AddRecords(topic, 500),
+      StartStream(),
+      CheckLanded(500),
+      // After the last records one more batch runs and finds nothing (a consumer cannot know without
+      // asking). Count from its end.
+      Assert("a batch found nothing") { q =>
+        eventually(60.seconds, "a batch without records")(q.progress.lastOption.exists(_.numInputRows == 0))
+        before = q.committedBatches
+      },
+      // 20 s: longer than the lock duration, after which a probe would run if there were holes.
+      Assert("no batch ran for 20 s") { q =>
+        Thread.sleep(20000)
+        // Commit log files, not progress events: Spark reports an idle query every 10 s under the next batch id.
+        assert(q.committedBatches == before, s"${q.committedBatches - before} batches ran while the source was idle")
+      }
+    )
+  }
+
+  test("Trigger.AvailableNow ends once everything is read") {
+    val topic = prepare()
+    testStream(topic.query("checkpoint-dedup"))(
+      AddRecords(topic, 2000),
+      StartStream(Trigger.AvailableNow()),
+      AwaitTermination(),
+      CheckLanded(2000)
+    )
+  }
+
+  test("maxRecordsPerTrigger bounds every batch, and the rest of a poll waits acquired") {
+    // A lock long enough that a first batch slowed down by a loaded machine does not age the carry past
+    // the pool's limit (half a lock), where it is handed back to the group: correct (operations.md), but
+    // it spends a delivery attempt, which this test counts.
+    val topic = prepare(lockMs = 60000)
+    testStream(topic.query("checkpoint-dedup", "maxRecordsPerTrigger" -> "300"))(
+      AddRecords(topic, 2000),
+      StartStream(),
+      CheckLanded(2000),
+      Assert("batches of at most 300, each record delivered once") { q =>
+        val sizes = q.batchesWithRecords.map(_.numInputRows)
+        assert(sizes.nonEmpty && sizes.max <= 300 && q.sink.batchSizes.max <= 300, s"read $sizes, landed ${q.sink.batchSizes}")
+        // A poll takes more than a task's share (whole record batches); the rest waits for the next
+        // task, acquired, instead of going back to the group and coming again with its count raised.
+        val counts = q.progress.map(_.sources.head.metrics.get("lastBatchMaxDeliveryCount").toInt)
+        assert(counts.max == 1, counts)
+      }
+    )
+  }
+
+  test("a backlog is read in several polls per task") {
+    val topic = prepare()
+    testStream(topic.query("checkpoint-dedup", "kafka.max.poll.records" -> "100"))(
+      AddRecords(topic, 3000),
+      StartStream(),
+      CheckLanded(3000),
+      Assert("log parts per poll, batches above two polls") { q =>
+        // Each poll a task pins is one part of its log entry: <task> first, then <task>.1, <task>.2 ...
+        val parts = Using.resource(Files.walk(q.checkpoint.resolve("sources/0/acquisitions"))) { files =>
+          files.iterator.asScala.filter(Files.isRegularFile(_)).map(_.getFileName.toString).filterNot(_.startsWith(".")).toSeq
+        }
+        assert(parts.exists(_.contains(".")), parts)
+        // Two tasks, 100 records a poll: a batch above 200 records took several polls in one task.
+        assert(q.sink.batchSizes.max > 200, q.sink.batchSizes)
+      }
+    )
+  }
+
+  test("one partition is read by every consumer") {
+    val topic = prepare(partitions = 1)
+    testStream(topic.query("checkpoint-dedup", "kafka.share.parallelism" -> "4", "kafka.max.poll.records" -> "200"))(
+      AddRecords(topic, 20000),
+      StartStream(),
+      CheckLanded(20000),
+      Assert("every task emitted records") { q =>
+        val perTask = q.sink.rows.groupBy(_.task).view.mapValues(_.size).toMap
+        assert(perTask.keySet == Set(0, 1, 2, 3) && perTask.values.forall(_ > 0), perTask)
+      }
+    )
+  }
+
+  test("subscribePattern reads every matching topic and no other") {
+    val topic   = prepare(partitions = 1)
+    val prefix  = fresh("pattern")
+    val matched = Seq(s"$prefix-a", s"$prefix-b")
+    (matched :+ s"other-$prefix-c").foreach { t => // other-...: matched by a search, not by the whole name
+      topic.kafka.createTopic(t, 1)
+      topic.kafka.produce(t, 300)
+    }
+    testStream(topic.patternQuery(s"$prefix-.*", "checkpoint-dedup"))(
+      StartStream(),
+      Assert("every record of the two matching topics, once") { q =>
+        eventually(150.seconds, "600 rows") { q.query.exception.foreach(e => throw e); q.sink.rows.size >= 600 }
+        val rows = q.sink.rows
+        assert(rows.map(_.topic).toSet == matched.toSet, q.describe)
+        // Keys repeat across the two topics: 300 distinct keys per topic.
+        assert(rows.size == 600 && rows.map(r => (r.topic, r.key)).distinct.size == 600, q.describe)
+      }
+    )
+  }
+
+  test("query progress reports the source metrics") {
+    // A long lock: the pool keeps a consumer whose carry is younger than half of it, however slow the machine.
+    val topic = prepare(lockMs = 60000)
+    testStream(topic.query("two-phase-commit", "maxRecordsPerTrigger" -> "100"))(
+      AddRecords(topic, 500),
+      StartStream(),
+      CheckLanded(500),
+      Assert("the metrics") { q =>
+        val metrics = q.metrics
+        val expected = Set(
+          "lastBatchRecordsAcquired",
+          "lastBatchMaxDeliveryCount",
+          "pinnedRanges",
+          "parallelism",
+          "lockDurationMs",
+          "recordsAcquiredTotal",
+          "recordsAcceptedTotal",
+          "recordsReleasedTotal",
+          "recordsReplayedTotal",
+          "redeliveriesDroppedTotal",
+          "consumersCreatedTotal"
+        )
+        assert(expected.subsetOf(metrics.keySet), metrics)
+        assert(metrics("parallelism") == "2" && metrics("lockDurationMs") == "60000", metrics)
+        assert(metrics("recordsAcquiredTotal").toLong >= 500, metrics)
+        // The pool hands the first batch's two consumers to every later batch (two-phase-commit gives
+        // them back at the commit, before the next batch is planned): 2, not 2 per batch. One more is
+        // allowed: a task that waited its limit (1 s) for a consumer still held by the commit watcher
+        // creates one (suites share the machine with other suites).
+        assert(q.sink.batchSizes.size >= 4, q.sink.batchSizes)
+        assert(Set("2", "3")(metrics("consumersCreatedTotal")), metrics)
+      }
+    )
+  }
+
+  for (strategy <- Seq("checkpoint-dedup", "two-phase-commit"))
+    test(s"a stopped query leaves the rest to the group at once ($strategy)") {
+      val topic = prepare()
+      // A long trigger interval, so that the query stops after its first batch, between batches.
+      testStream(topic.query(strategy, "maxRecordsPerTrigger" -> "500"))(
+        AddRecords(topic, 5000),
+        StartStream(Trigger.ProcessingTime(60000)),
+        Assert("a first batch") { q =>
+          eventually(120.seconds, "a batch with records")(q.batchesWithRecords.nonEmpty)
+        },
+        StopStream,
+        Assert("another member gets the rest before the locks (15 s) expire") { q =>
+          // What the batches read, by their progress, is what landed: nothing read and dropped.
+          val sizes = q.batchesWithRecords.map(_.numInputRows)
+          assert(sizes.nonEmpty && sizes.forall(_ <= 500), sizes)
+          assert(q.sink.distinctKeys == sizes.sum && q.sink.rows.size == sizes.sum, s"read $sizes; ${q.describe}")
+          val remaining = 5000 - q.sink.distinctKeys
+          // With this JVM (and its pooled consumers) still alive.
+          val got = topic.kafka.shareConsume(topic.group, Seq(topic.topic), remaining, timeoutMs = 10000)
+          assert(got.size == remaining, s"${got.size} of $remaining")
+        }
+      )
+    }
+}
