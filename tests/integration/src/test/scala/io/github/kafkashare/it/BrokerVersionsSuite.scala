@@ -22,7 +22,10 @@ abstract class BrokerVersionsSuite extends AnyFunSuite with BeforeAndAfterAll {
     brokers = dirs.map { case (v, dir) => v -> KafkaBroker.start(v, dir) }
   }
 
-  override def afterAll(): Unit = brokers.values.foreach(b => if (b.isAlive) b.stop())
+  override def afterAll(): Unit = {
+    brokers.values.foreach(b => if (b.isAlive) b.stop())
+    dirs.values.foreach(stream.TestDirs.deleteRecursively)
+  }
 
   /** A topic or group name no other test uses. */
   protected def fresh(prefix: String): String = s"$prefix-${counter.incrementAndGet()}"

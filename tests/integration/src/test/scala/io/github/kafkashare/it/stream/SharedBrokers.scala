@@ -1,14 +1,13 @@
 package io.github.kafkashare.it.stream
 
-import java.nio.file.Files
-
 import scala.collection.concurrent.TrieMap
 
 import io.github.kafkashare.testkit.{KafkaBroker, ProjectPaths}
 
 /**
  * One real broker per Kafka version for the whole test JVM, started on first use and stopped when
- * the JVM ends: every stream suite shares them (topics and groups are fresh per test).
+ * the JVM ends (then the suites' directories are deleted): every stream suite shares them (topics and
+ * groups are fresh per test).
  */
 object SharedBrokers {
 
@@ -30,9 +29,12 @@ object SharedBrokers {
     started.get(version).filter(_.isAlive).getOrElse {
       val broker = started.get(version) match {
         case Some(stopped) => stopped.start() // a test killed it: same data, same port
-        case None          => KafkaBroker.start(version, Files.createTempDirectory(s"kafka-$version-"))
+        case None          => KafkaBroker.start(version, TestDirs.create(s"kafka-$version-"))
       }
-      if (started.isEmpty) sys.addShutdownHook(started.values.foreach(b => if (b.isAlive) b.stop()))
+      if (started.isEmpty) sys.addShutdownHook {
+        started.values.foreach(b => if (b.isAlive) b.stop())
+        TestDirs.deleteAll()
+      }
       started.put(version, broker)
       broker
     }

@@ -1,7 +1,5 @@
 package io.github.kafkashare.it.stream
 
-import java.nio.file.Files
-
 import scala.concurrent.duration._
 
 import io.github.kafkashare.testkit.{KafkaBroker, KafkaTestOps}
@@ -32,7 +30,7 @@ final case class Prepared(broker: KafkaBroker, topic: String, group: String) {
         "kafka.share.exactly.once.strategy" -> strategy,
         "kafka.share.parallelism"           -> "2"
       ) ++ options,
-      Files.createTempDirectory("checkpoint-"),
+      TestDirs.create("checkpoint-"),
       hook
     )
 }
