@@ -6,9 +6,8 @@ wait for), timeout_s, failure (F1 to F10 or none; see inject_* below), failure_b
 F1, F2, F4, F5 and F10 hit, 1 by default), inject_after_s (F3, F6, F7: seconds after the first
 batch landed), marker (a file that makes a failure happen once; it receives the time of the
 injection), broker_dir and broker_version (F6: the broker to restart), pause_s (F7),
-stop_after_batches (stop after that many non-empty batches), options (extra options),
-compare_order (F8: also compare the order of rows of two reads), trigger ("processing" or
-"available_now"), trigger_interval (of the processing-time trigger), idle_check_s (after everything
+stop_after_batches (stop after that many non-empty batches), options (extra options), trigger
+("processing" or "available_now"), trigger_interval (of the processing-time trigger), idle_check_s (after everything
 landed, stay running that long and report how many batches ran meanwhile), status_file (the sink's
 distinct count, rewritten every status_every_s seconds, 1 by default), until_file (run until it
 exists instead of until `expected` landed), report_keys, pid_file (receives {"pid": driver JVM,
@@ -141,13 +140,6 @@ def write_batch(df: DataFrame, batch_id: int) -> None:
         injected()
         rows = rows.withColumn("k", fail_once_first_task(batch_id)(col("k")))
     if failure == "F8":
-        if config.get("compare_order"):
-            # The first read (it acquires) against a second (it replays the acquisition log): rows in
-            # the order a read returns them (tasks in order, each task's rows as read).
-            ordered = df.select(col("key").cast("string"), "partition", "offset")
-            first_rows = ordered.collect()
-            if ordered.collect() != first_rows:
-                Path(f"{sink}.replay-mismatch").write_text(f"batch {batch_id}: two reads returned rows in another order\n")
         first_count = rows.count()  # a first action on the batch: the source is read twice
     if failure == "F4" and batch_id == failure_batch and once:
         injected()
