@@ -23,8 +23,8 @@ import org.apache.kafka.common.serialization.ByteArrayDeserializer
  * maxRecordsPerTrigger. RELEASEing the rest would spend one of each record's delivery attempts
  * (share.delivery.count.limit) for nothing, and a small limit would archive records unread. So the
  * rest is carried: still acquired, unacknowledged, and the next task that borrows this consumer
- * takes it instead of polling. The pool closes a consumer whose carry has aged past half a lock
- * duration (closing hands everything it holds back to the group).
+ * takes it instead of polling. The pool RELEASEs a carry that has aged past half a lock duration
+ * ([[releaseCarry]]), and keeps the consumer.
  *
  * The client's own buffer: one ShareFetch response can hold more than `max.poll.records` (several
  * partitions, whole record batches), and the client returns the rest from its buffer at the next
@@ -49,8 +49,17 @@ final class PooledShareConsumer(val key: ConsumerKey) {
   // Acquired and not yet acknowledged (ConsumerRecord compares by identity, which is what we want).
   private val held = mutable.LinkedHashSet.empty[Record]
   // Acquired, not yet given to any batch, and when the poll that acquired them ran (System.nanoTime).
-  private var carried      = Seq.empty[Record]
-  private var carriedSince = 0L
+  // Volatile: the pool reads them (and may release the carry) while the consumer waits with it.
+  @volatile private var carried      = Seq.empty[Record]
+  @volatile private var carriedSince = 0L
+  // The carry came from collectFetchedWhileIdle: no reader has seen (and counted) these records yet.
+  @volatile private var carryFetchedWhileIdle = false
+
+  /**
+   * The delivery count at which a record is on its last attempt (the group's limit), as the last
+   * borrower knew it; Int.MaxValue where none is lost at the limit. The pool never releases those.
+   */
+  @volatile var lastDeliveryAttempt: Int = Int.MaxValue
 
   def holding: Int = held.size
 
@@ -67,18 +76,39 @@ final class PooledShareConsumer(val key: ConsumerKey) {
   @volatile private[consumer] var idleSinceNanos: Long = System.nanoTime
 
   // Set while the client's buffer may hold acquired records that no poll returned yet (see above):
-  // the earliest moment they can have been acquired. Only the polling thread reads it.
-  private var unreturnedSince: Option[Long] = None
-  val maxPollRecords: Int                   = key.params.get("max.poll.records").flatMap(_.toIntOption).getOrElse(500)
+  // the earliest moment they can have been acquired. The polling thread writes it; the pool reads it.
+  @volatile private var unreturnedSince: Option[Long] = None
+  val maxPollRecords: Int                             = key.params.get("max.poll.records").flatMap(_.toIntOption).getOrElse(500)
 
   /**
-   * Since when what it holds in the pool has been locked: its carry's age counts, not only its idle
-   * time. The client buffer's age does not: counting it closed consumers that were feeding several
-   * small batches (maxRecordsPerTrigger) from one fetch, spending delivery attempts; the reader dates
-   * buffered records by it instead and gives back any too old to pin.
+   * Since when the oldest record it acquired and no batch took yet may have been locked: its carry, or
+   * what its client's buffer may hold (the rest of a full poll, or a fetch that answered after an
+   * empty one). None when it holds nothing. The pool hands out such consumers first.
    */
-  private[consumer] def lockedSinceNanos: Long =
-    if (carried.nonEmpty) math.min(idleSinceNanos, carriedSince) else idleSinceNanos
+  def pendingSinceNanos: Option[Long] = (carriedSinceNanos.toList ++ unreturnedSince).minOption
+
+  /** When its carry was acquired, if it has one. */
+  def carriedSinceNanos: Option[Long] = if (carried.nonEmpty) Some(carriedSince) else None
+
+  /**
+   * RELEASEs the carry (its locks are too far spent for a batch to pin it) and keeps the consumer, with
+   * its membership and its client's buffer. Records on their last delivery attempt are kept: released,
+   * the broker would archive them, while a batch still emits them (the reader pins those whatever their
+   * lock's age). The group gets every released one back for another try. Returns how many it released.
+   */
+  def releaseCarry(): Int = {
+    // Only a carry collected while idle can hold records on their last attempt: those stay for a batch.
+    val (lastAttempt, released) = carried.partition(PooledShareConsumer.deliveryCountOf(_) >= lastDeliveryAttempt)
+    if (released.nonEmpty) {
+      released.foreach(consumer.acknowledge(_, AcknowledgeType.RELEASE))
+      carried = lastAttempt
+      commit()
+    }
+    released.size
+  }
+
+  /** Whether its client may hold or still receive records that no poll returned (see [[collectFetchedWhileIdle]]). */
+  def mayHaveFetchedAhead: Boolean = unreturnedSince.nonEmpty
 
   private var joined = false
 
@@ -95,7 +125,10 @@ final class PooledShareConsumer(val key: ConsumerKey) {
       val records = carried
       carried = Seq.empty
       held ++= records
-      return PooledShareConsumer.Polled(records, carriedSince, fromCarry = true)
+      // Records the pool collected while it waited are new to the reader: counted as acquired by it.
+      val fromCarry = !carryFetchedWhileIdle
+      carryFetchedWhileIdle = false
+      return PooledShareConsumer.Polled(records, carriedSince, fromCarry)
     }
     if (topics.isEmpty) return PooledShareConsumer.Polled(Nil, System.nanoTime, fromCarry = false) // a pattern matching nothing
     if (topics.toSet != subscribed) { consumer.subscribe(topics.asJava); subscribed = topics.toSet }
@@ -137,6 +170,31 @@ final class PooledShareConsumer(val key: ConsumerKey) {
   // NaN where the metric is missing: no poll then counts as having seen a response, which dates records older.
   private def fetchResponses: Double =
     fetchResponseMetric.map(_.metricValue).collect { case d: java.lang.Double => d.doubleValue }.getOrElse(Double.NaN)
+
+  /**
+   * Collects into the carry what the client fetched while the consumer waited in the pool, and
+   * returns how many records that was. Why: after a poll that returned nothing, Kafka's client goes on
+   * fetching until records come, so an idle consumer acquires records that no task polls: locked to it,
+   * they would wait for their locks to expire (and be archived where that was their last delivery
+   * attempt). Collected, the pool hands this consumer out first and asks the driver for a batch.
+   * Only for a consumer that holds nothing (explicit mode polls only with everything acknowledged).
+   */
+  def collectFetchedWhileIdle(): Int = {
+    require(held.isEmpty && carried.isEmpty, "collecting while holding records")
+    if (unreturnedSince.isEmpty || subscribed.isEmpty) return 0
+    val since   = unreturnedSince.get
+    val records = consumer.poll(Duration.ZERO).asScala.toSeq
+    if (records.isEmpty) {
+      // Nothing has come so far: whatever comes later is acquired later.
+      unreturnedSince = Some(System.nanoTime - PooledShareConsumer.InFlightMarginNanos)
+    } else {
+      carried = records
+      carriedSince = since
+      carryFetchedWhileIdle = true
+      unreturnedSince = if (records.size >= maxPollRecords) Some(since) else None
+    }
+    records.size
+  }
 
   /** Keeps held records, acquired at `acquiredAtNanos`, for the next [[poll]] (the carry, above). */
   def carry(records: Seq[Record], acquiredAtNanos: Long): Unit = if (records.nonEmpty) {
@@ -202,6 +260,9 @@ object PooledShareConsumer {
   type Record = ConsumerRecord[Array[Byte], Array[Byte]]
 
   final case class Polled(records: Seq[Record], acquiredAtNanos: Long, fromCarry: Boolean)
+
+  /** How many times the broker delivered `record`, this time included (1 where the broker does not say). */
+  def deliveryCountOf(record: ConsumerRecord[_, _]): Int = if (record.deliveryCount.isPresent) record.deliveryCount.get.toInt else 1
 
   def kafkaType(decision: Decision): AcknowledgeType = decision match {
     case Decision.Accept  => AcknowledgeType.ACCEPT

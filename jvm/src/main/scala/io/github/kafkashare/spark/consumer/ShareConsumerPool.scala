@@ -20,13 +20,20 @@ import org.apache.spark.internal.Logging
  *  - A consumer that holds records for a two-phase commit is with the [[io.github.kafkashare.spark.ack.CommitWatcher]],
  *    not in the pool, until its batch commits (`expectBack`); a borrower finding no idle consumer
  *    waits a moment for such a one rather than create a new one.
- *  - A consumer idle for longer than its key's `idleCloseMs`, or whose carry is older than that, is
- *    closed, and never handed out. Why: records a consumer fetched but a poll did not return yet, and
- *    its carry, stay acquired by it, invisible to the rest of the group, until it polls again or
- *    closes; past half a lock they are too close to expiry to be given to a batch. A stopped query
- *    polls no more, so its consumers must go; `closeIdle` does it at once where the driver shares
- *    the JVM (local mode), and on executors the evictor does it within a second of the query's
- *    `stopped` marker appearing in its checkpoint ([[SourceMarkers]], registered by `watchStop`).
+ *  - Records a consumer acquired and no batch took (its carry, its client's buffer, what its client
+ *    fetched while it waited here) stay locked to it, invisible to the rest of the group, until it
+ *    polls again or closes; closing gives them back and spends a delivery attempt of each, so a record
+ *    on its last attempt would be archived. Hence, each second (the evictor):
+ *    - what an idle consumer's client fetched meanwhile is collected into its carry, and its query's
+ *      driver told to run a batch ([[SourceMarkers.markFetchedWhileIdle]]): the driver runs none while
+ *      it sees nothing new, and the broker does not say what is locked to whom;
+ *    - a carry older than the key's `idleCloseMs` (half a lock: too late for a batch to pin it) is
+ *      RELEASEd, but for records on their last attempt, and the consumer kept, with its membership;
+ *    - a consumer idle longer than `idleCloseMs` with no carry is closed.
+ *    A borrower gets the idle consumer whose records are oldest, so that they reach a batch first.
+ *  - A stopped query polls no more, so its consumers must go; `closeIdle` does it at once where the
+ *    driver shares the JVM (local mode), and on executors the evictor does it within a second of the
+ *    query's `stopped` marker appearing in its checkpoint ([[SourceMarkers]], registered by `watch`).
  * No capacity limit: the pool holds at most as many consumers as tasks ran at once on this executor.
  *
  * One pool per JVM serves every query ([[ShareConsumerPool.shared]]); tests build their own with a
@@ -67,11 +74,30 @@ final class ShareConsumerPool(clock: Clock, open: ConsumerKey => PooledShareCons
     val queue                      = idle.get(key)
     var found: PooledShareConsumer = null
     while (found == null && queue != null && !queue.isEmpty) {
-      val c = queue.pollFirst()
-      if (c != null) { if (tooLongLocked(c)) discard(c) else found = c }
+      val waiting = queue.asScala.toList
+      // The one holding the oldest acquired records, else the one given back last (so extras age out).
+      val pick = waiting.filter(_.pendingSinceNanos.nonEmpty).minByOption(_.pendingSinceNanos.get).orElse(waiting.headOption)
+      // remove() fails when another borrower or the evictor took it meanwhile: then look again.
+      pick.filter(queue.remove).foreach(c => found = withFreshCarry(c))
     }
     found
   }
+
+  /** `c`, taken from the pool, with an aged carry released; null when that failed and `c` was closed. */
+  private def withFreshCarry(c: PooledShareConsumer): PooledShareConsumer =
+    if (!carryAged(c)) c
+    else
+      try {
+        val released = c.releaseCarry()
+        logInfo(s"kafka-share: a pooled consumer of ${c.key} released its carry of $released record(s), acquired more " +
+          s"than ${c.key.idleCloseMs} ms ago: too late for a batch to pin them; the group delivers them again")
+        c
+      } catch {
+        case NonFatal(e) =>
+          logWarning("a pooled share consumer could not release its carry; closing it", e)
+          discard(c)
+          null
+      }
 
   // Consumers a commit watcher holds, per key: they come back to the pool (or are discarded) soon.
   private val held = new ConcurrentHashMap[ConsumerKey, AtomicLong]()
@@ -89,15 +115,22 @@ final class ShareConsumerPool(clock: Clock, open: ConsumerKey => PooledShareCons
     held.get(consumer.key).decrementAndGet()
   }
 
-  private def tooLongLocked(c: PooledShareConsumer): Boolean =
-    TimeUnit.NANOSECONDS.toMillis(clock.nanoTime() - c.lockedSinceNanos) > c.key.idleCloseMs
+  private def ageMs(sinceNanos: Long): Long = TimeUnit.NANOSECONDS.toMillis(clock.nanoTime() - sinceNanos)
+
+  private def carryAged(c: PooledShareConsumer): Boolean = c.carriedSinceNanos.exists(ageMs(_) > c.key.idleCloseMs)
+
+  /** Idle past `idleCloseMs` and carrying nothing (what its client fetched was collected just before). */
+  private def unused(c: PooledShareConsumer): Boolean = c.carrying == 0 && ageMs(c.idleSinceNanos) > c.key.idleCloseMs
 
   def giveBack(consumer: PooledShareConsumer): Unit =
     try {
-      cameBack(consumer)
       consumer.releaseHeld()
       consumer.idleSinceNanos = clock.nanoTime()
+      val wasHeld = consumer.expectedBack
+      consumer.expectedBack = false
       idle.computeIfAbsent(consumer.key, _ => new ConcurrentLinkedDeque()).addFirst(consumer)
+      // Counted back only now: a borrower that sees the count drop must find the consumer in the pool.
+      if (wasHeld) held.get(consumer.key).decrementAndGet()
     } catch {
       case NonFatal(e) =>
         logWarning(s"a share consumer could not release what it held; closing it", e)
@@ -119,31 +152,62 @@ final class ShareConsumerPool(clock: Clock, open: ConsumerKey => PooledShareCons
     while (c != null) { discard(c); c = queue.pollFirst() }
   }
 
-  // Where each query (key) says that it stopped: looked at only while the key has idle consumers.
-  private val stopMarkers = new ConcurrentHashMap[ConsumerKey, SourceMarkers]()
+  // How each query (key) and this pool tell each other what they cannot see (it stopped; records came).
+  private val markersOf = new ConcurrentHashMap[ConsumerKey, SourceMarkers]()
 
-  /** The query of `key` writes `markers.stopped` when it stops: then its idle consumers are closed. */
-  def watchStop(key: ConsumerKey, markers: SourceMarkers): Unit = stopMarkers.putIfAbsent(key, markers)
+  /**
+   * Registers the markers of the query of `key`: when it writes `stopped`, its idle consumers are
+   * closed; when one of them fetched records while idle, the pool says so there.
+   */
+  def watch(key: ConsumerKey, markers: SourceMarkers): Unit = markersOf.putIfAbsent(key, markers)
+
+  private def collectFetchedWhileIdle(): Unit = idle.asScala.foreach { case (key, queue) =>
+    Option(markersOf.get(key)).foreach { markers =>
+      val fetching = queue.asScala.toList.filter(c => c.carrying == 0 && c.mayHaveFetchedAhead)
+      // remove() fails when a borrower took it meanwhile: then it is theirs, not ours.
+      val collected = fetching.filter(queue.remove).map { c =>
+        try {
+          val n = c.collectFetchedWhileIdle()
+          queue.addFirst(c)
+          n
+        } catch {
+          case NonFatal(e) =>
+            logWarning("a pooled share consumer could not collect what it fetched while idle; closing it", e)
+            discard(c)
+            0
+        }
+      }.sum
+      if (collected > 0) {
+        logInfo(s"kafka-share: idle consumers of $key fetched $collected record(s) meanwhile; asking for a batch")
+        markers.markFetchedWhileIdle()
+      }
+    }
+  }
 
   private def closeStopped(): Unit = idle.asScala.foreach { case (key, queue) =>
-    Option(stopMarkers.get(key)).filter(_ => !queue.isEmpty).filter(_.stopped).foreach { _ =>
+    Option(markersOf.get(key)).filter(_ => !queue.isEmpty).filter(_.stopped).foreach { _ =>
       logInfo(s"kafka-share: the query of $key stopped; closing its ${queue.size} idle consumer(s)")
       drain(queue)
     }
   }
 
   private def closeLongIdle(): Unit = idle.values.asScala.foreach { queue =>
-    queue.asScala.toList.foreach { c =>
-      // remove() fails when a borrower took it meanwhile: then it is theirs, not ours to close.
-      if (tooLongLocked(c) && queue.remove(c)) discard(c)
-    }
+    // Decided for all at one moment, then done: closing a consumer takes a while.
+    val waiting         = queue.asScala.toList
+    val (aged, toClose) = (waiting.filter(carryAged), waiting.filter(c => !carryAged(c) && unused(c)))
+    // remove() fails when a borrower took it meanwhile: then it is theirs, not ours.
+    aged.filter(queue.remove).foreach(c => Option(withFreshCarry(c)).foreach(queue.addLast))
+    toClose.filter(queue.remove).foreach(discard)
   }
 
   /** How many consumers of `key` wait in the pool (for tests). */
   private[consumer] def idleCount(key: ConsumerKey): Int = Option(idle.get(key)).fold(0)(_.size)
 
-  /** One round of the evictor: closes consumers locked too long, and the idle ones of stopped queries. */
-  def evictIdle(): Unit = { closeLongIdle(); closeStopped() }
+  /**
+   * One round of the evictor: collects what idle consumers fetched, releases aged carries, closes
+   * unused consumers and the idle ones of stopped queries.
+   */
+  def evictIdle(): Unit = { collectFetchedWhileIdle(); closeLongIdle(); closeStopped() }
 }
 
 object ShareConsumerPool extends Logging {
@@ -174,11 +238,11 @@ object ShareConsumerPool extends Logging {
     pool
   }
 
-  def borrow(key: ConsumerKey): PooledShareConsumer             = shared.borrow(key)
-  def giveBack(consumer: PooledShareConsumer): Unit             = shared.giveBack(consumer)
-  def discard(consumer: PooledShareConsumer): Unit              = shared.discard(consumer)
-  def expectBack(consumer: PooledShareConsumer): Unit           = shared.expectBack(consumer)
-  def closeIdle(key: ConsumerKey): Unit                         = shared.closeIdle(key)
-  def watchStop(key: ConsumerKey, markers: SourceMarkers): Unit = shared.watchStop(key, markers)
-  def consumersCreated: Long                                    = shared.consumersCreated
+  def borrow(key: ConsumerKey): PooledShareConsumer         = shared.borrow(key)
+  def giveBack(consumer: PooledShareConsumer): Unit         = shared.giveBack(consumer)
+  def discard(consumer: PooledShareConsumer): Unit          = shared.discard(consumer)
+  def expectBack(consumer: PooledShareConsumer): Unit       = shared.expectBack(consumer)
+  def closeIdle(key: ConsumerKey): Unit                     = shared.closeIdle(key)
+  def watch(key: ConsumerKey, markers: SourceMarkers): Unit = shared.watch(key, markers)
+  def consumersCreated: Long                                = shared.consumersCreated
 }

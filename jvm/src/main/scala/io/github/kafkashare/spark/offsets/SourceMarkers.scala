@@ -11,6 +11,9 @@ import org.apache.hadoop.fs.{FileContext, Path}
  *  - `stopped`: the query stopped. Executors close its idle pooled consumers, so that what they
  *    fetched ahead goes back to the group at once (delivery contract, promise 7). The driver removes
  *    it when the query starts again.
+ *  - `fetched-while-idle`: an executor's idle consumer of this query acquired records that no batch
+ *    took (ShareConsumerPool). The driver runs a batch at its next trigger, even if it sees nothing
+ *    new, and removes the file.
  *
  * @param checkpointDir the source's checkpoint directory (`<checkpointLocation>/sources/<id>`)
  */
@@ -34,6 +37,13 @@ final class SourceMarkers(checkpointDir: String, hadoopConf: SerializableHadoopC
   def clearStopped(): Unit = CheckpointFiles.delete(fc, stoppedFile)
 
   def stopped: Boolean = exists(stoppedFile)
+
+  private def fetchedWhileIdleFile = new Path(checkpointDir, "fetched-while-idle")
+
+  def markFetchedWhileIdle(): Unit = CheckpointFiles.writeAtomically(fc, fetchedWhileIdleFile, "", overwrite = true)
+
+  /** Whether an executor said so since the last call (which clears it). */
+  def takeFetchedWhileIdle(): Boolean = exists(fetchedWhileIdleFile) && { CheckpointFiles.delete(fc, fetchedWhileIdleFile); true }
 
   /** Whether any file of this query's checkpoint exists (Spark's commit log, for example). */
   def exists(file: Path): Boolean = CheckpointFiles.read(fc, file).isDefined

@@ -134,15 +134,18 @@ final class KafkaShareMicroBatchStream(
       startOffsets.get((t, p)).orElse(unread(end)).exists(s => pinned.hasHoles(t, p, s, end))
     }
     def probeDue = (System.nanoTime - plannedAt) / 1000000L >= probeWaitMs && holesBelow(ends, _ => None)
+    // An executor's idle consumer acquired records (records came back to the group after the last
+    // batch got nothing): they are locked to it, and only a batch takes them before the lock runs out.
+    val fetchedWhileIdle = markers.takeFetchedWhileIdle()
     val run = availableNowEnds match {
       // Not "until a batch gets nothing": a busy topic always gives something, and a batch whose
       // records were all redeliveries to drop gets nothing while records below the ends remain.
-      case Some(targets) => firstRun ||
+      case Some(targets) => firstRun || fetchedWhileIdle ||
         (holesBelow(targets, _ => Some(0L)) && emptyBatchesInARow < KafkaShareMicroBatchStream.AvailableNowEmptyBatches)
-      case None => firstRun || gotSome || newData || probeDue
+      case None => firstRun || gotSome || newData || fetchedWhileIdle || probeDue
     }
     if (!run) return start
-    if (availableNowEnds.isEmpty && !firstRun && !gotSome && !newData) {
+    if (availableNowEnds.isEmpty && !firstRun && !gotSome && !newData && !fetchedWhileIdle) {
       logInfo(s"kafka-share: probing for records that came back to group '${options.groupId}'")
       probeWaitMs = math.min(probeWaitMs * 2, KafkaShareMicroBatchStream.MaxProbeWaitMs)
     }

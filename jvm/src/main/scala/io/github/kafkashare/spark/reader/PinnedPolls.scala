@@ -54,7 +54,8 @@ private[reader] final class PinnedPolls(
   private val startedAt = System.nanoTime
   // Borrowed until the task's last part is acknowledged; then null (back in the pool, or held).
   private var consumer: PooledShareConsumer = ShareConsumerPool.borrow(partition.consumerKey)
-  ShareConsumerPool.watchStop(partition.consumerKey, partition.markers)
+  ShareConsumerPool.watch(partition.consumerKey, partition.markers)
+  consumer.lastDeliveryAttempt = partition.deliveryLimit
   if (consumer.newlyCreated) counters.consumersCreated += 1
   private var part     = 0
   private var emitted  = 0L

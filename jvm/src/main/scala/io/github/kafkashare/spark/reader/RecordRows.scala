@@ -1,5 +1,6 @@
 package io.github.kafkashare.spark.reader
 
+import io.github.kafkashare.spark.consumer.PooledShareConsumer
 import org.apache.kafka.clients.consumer.ConsumerRecord
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.GenericInternalRow
@@ -30,6 +31,5 @@ object RecordRows {
     new GenericInternalRow(values)
   }
 
-  def deliveryCountOf(record: ConsumerRecord[_, _]): Int =
-    if (record.deliveryCount.isPresent) record.deliveryCount.get.toInt else 1
+  def deliveryCountOf(record: ConsumerRecord[_, _]): Int = PooledShareConsumer.deliveryCountOf(record)
 }

@@ -97,7 +97,7 @@ class ShareConsumerPoolSuite extends AnyFunSuite {
     val key       = freshKey()
     val markers   = new SourceMarkers(Files.createTempDirectory("pool-suite").toString, new SerializableHadoopConf(new Configuration))
     val first     = pool.borrow(key)
-    pool.watchStop(key, markers)
+    pool.watch(key, markers)
     pool.giveBack(first)
     pool.evictIdle()
     val running = pool.borrow(key)
