@@ -125,6 +125,13 @@ def harness(*args: str, timeout: float = 180) -> str:
     return output.strip()
 
 
+# A new consumer gets its partitions with a heartbeat: the broker's default interval (5 s) costs every
+# query start and restart that long, so most tests give their groups a one-second heartbeat (the harness
+# lowers the broker's minimum). The installed-jar test (test_delivery.py), `make chaos` and the stream
+# suites' `none` tests keep the default, so that the usual join stays tested.
+TEST_HEARTBEAT_MS = 1000
+
+
 @dataclass
 class Broker:
     """A real single-node Kafka broker in its own JVM, data in `directory`."""

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from chaos import STRATEGIES, Cell, run_cell
-from harness import Broker, broker_versions
+from harness import TEST_HEARTBEAT_MS, Broker, broker_versions
 from spark_runs import record_delivery_counts
 
 NEWEST = broker_versions()[-1]
@@ -36,10 +36,12 @@ def check(cell: Cell) -> None:
 @pytest.mark.parametrize("broker", [NEWEST], indirect=True, ids=[f"kafka-{NEWEST}"])
 @pytest.mark.parametrize("failure,strategy", CELLS)
 def test_failure_loses_nothing(broker: Broker, tmp_path: Path, failure: str, strategy: str) -> None:
-    check(run_cell(broker, tmp_path, failure, strategy, SEED, records=2000 if failure == "F11" else 4000))
+    records = 2000 if failure == "F11" else 4000
+    check(run_cell(broker, tmp_path, failure, strategy, SEED, records=records, heartbeat_ms=TEST_HEARTBEAT_MS))
 
 
 def test_the_installed_jar_reads_everything_on_every_broker(broker: Broker, tmp_path: Path) -> None:
     """The shaded jar of the wheel on this pyspark, against every broker version (the stream suites run
-    every strategy on every broker, from the connector's classes on the oldest Spark line)."""
+    every strategy on every broker, from the connector's classes on the oldest Spark line). The group keeps
+    the broker's heartbeat interval, as users' groups do."""
     check(run_cell(broker, tmp_path, "-", "two-phase-commit", SEED, records=2000))

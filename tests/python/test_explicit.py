@@ -14,7 +14,7 @@ from typing import Any, Callable
 
 import pytest
 
-from harness import Broker
+from harness import TEST_HEARTBEAT_MS, Broker
 from spark_runs import finish, record_delivery_counts, run_spark, start_spark
 from streams import NEWEST
 
@@ -32,7 +32,9 @@ def run(
 ) -> tuple[str, str, dict[str, Any]]:
     topic, group = fresh_name("explicit"), fresh_name("explicit-group")
     broker.create_topic(topic, 2)
-    broker.group_config(group, {"share.record.lock.duration.ms": str(lock_ms)})
+    broker.group_config(
+        group, {"share.record.lock.duration.ms": str(lock_ms), "share.heartbeat.interval.ms": str(TEST_HEARTBEAT_MS)}
+    )
     broker.produce(topic, records)
     result = run_spark(
         "explicit_stream.py",

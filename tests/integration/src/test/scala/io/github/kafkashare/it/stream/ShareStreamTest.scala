@@ -35,12 +35,23 @@ abstract class ShareStreamTest extends AnyFunSuite {
 
   /**
    * A fresh topic of `partitions` and a group whose locks last `lockMs` (by default the shortest the
-   * broker allows, so that what a stopped or failed reader held comes back quickly).
+   * broker allows, so that what a stopped or failed reader held comes back quickly) and whose members
+   * heartbeat every `heartbeatMs`. A new consumer gets its partitions with a heartbeat: the broker's
+   * default of 5 s costs every query start and restart that long, so tests use 1 s, and a few keep the
+   * default (EveryStrategySuite's `none` tests) so that the usual join stays tested.
    */
-  protected def prepare(broker: KafkaBroker = SharedBrokers.newest, partitions: Int = 2, lockMs: Int = 15000): Prepared = {
+  protected def prepare(
+      broker: KafkaBroker = SharedBrokers.newest,
+      partitions: Int = 2,
+      lockMs: Int = 15000,
+      heartbeatMs: Int = 1000
+  ): Prepared = {
     val prepared = Prepared(broker, fresh("orders"), fresh("spark"))
     prepared.kafka.createTopic(prepared.topic, partitions)
-    prepared.kafka.setGroupConfig(prepared.group, Map("share.record.lock.duration.ms" -> lockMs.toString))
+    prepared.kafka.setGroupConfig(
+      prepared.group,
+      Map("share.record.lock.duration.ms" -> lockMs.toString, "share.heartbeat.interval.ms" -> heartbeatMs.toString)
+    )
     prepared
   }
 
