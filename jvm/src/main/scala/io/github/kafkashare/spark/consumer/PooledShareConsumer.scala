@@ -31,9 +31,12 @@ import org.apache.kafka.common.serialization.ByteArrayDeserializer
  * poll, without asking the broker. Those records were acquired when the response came, which can be
  * long before that next poll: the consumer may have been held for a two-phase commit, or idle in the
  * pool, meanwhile. So [[poll]] reports for its records the earliest moment they can have been
- * acquired. Kafka's client sends a new fetch only when its buffer is empty, so a poll that returned
- * fewer than `max.poll.records` left nothing behind, and a poll during which no fetch response came
- * (the client's `fetch-total` metric) returned buffered records.
+ * acquired. Kafka's client asks for more only when a poll finds its buffer empty, and then goes on
+ * fetching until a response brings records (also while the consumer waits in the pool: the pool collects
+ * those, see [[collectFetchedWhileIdle]]). So a poll that returned fewer than `max.poll.records` left
+ * nothing behind (with one leader broker per consumer's partitions; a second leader's response can
+ * still come), and a poll during which no fetch response came (the client's `fetch-total` metric)
+ * returned buffered records.
  */
 final class PooledShareConsumer(val key: ConsumerKey) {
   import PooledShareConsumer.Record
@@ -78,7 +81,9 @@ final class PooledShareConsumer(val key: ConsumerKey) {
   // Set while the client's buffer may hold acquired records that no poll returned yet (see above):
   // the earliest moment they can have been acquired. The polling thread writes it; the pool reads it.
   @volatile private var unreturnedSince: Option[Long] = None
-  val maxPollRecords: Int                             = key.params.get("max.poll.records").flatMap(_.toIntOption).getOrElse(500)
+  // Its last poll returned nothing, so its client goes on fetching until a response brings records.
+  @volatile private var fetching = false
+  val maxPollRecords: Int        = key.params.get("max.poll.records").flatMap(_.toIntOption).getOrElse(500)
 
   /**
    * Since when the oldest record it acquired and no batch took yet may have been locked: its carry, or
@@ -94,21 +99,27 @@ final class PooledShareConsumer(val key: ConsumerKey) {
    * RELEASEs the carry (its locks are too far spent for a batch to pin it) and keeps the consumer, with
    * its membership and its client's buffer. Records on their last delivery attempt are kept: released,
    * the broker would archive them, while a batch still emits them (the reader pins those whatever their
-   * lock's age). The group gets every released one back for another try. Returns how many it released.
+   * lock's age), unless `keepLastAttempts` is false. The group gets every released one back for another
+   * try. Returns how many it released.
    */
-  def releaseCarry(): Int = {
+  def releaseCarry(keepLastAttempts: Boolean = true): Int = {
     // Only a carry collected while idle can hold records on their last attempt: those stay for a batch.
-    val (lastAttempt, released) = carried.partition(PooledShareConsumer.deliveryCountOf(_) >= lastDeliveryAttempt)
+    val (lastAttempt, released) =
+      carried.partition(r => keepLastAttempts && PooledShareConsumer.deliveryCountOf(r) >= lastDeliveryAttempt)
     if (released.nonEmpty) {
       released.foreach(consumer.acknowledge(_, AcknowledgeType.RELEASE))
       carried = lastAttempt
+      if (carried.isEmpty) carryFetchedWhileIdle = false
       commit()
     }
     released.size
   }
 
-  /** Whether its client may hold or still receive records that no poll returned (see [[collectFetchedWhileIdle]]). */
-  def mayHaveFetchedAhead: Boolean = unreturnedSince.nonEmpty
+  /** Whether its client is still fetching after a poll that returned nothing (see [[collectFetchedWhileIdle]]). */
+  def stillFetching: Boolean = fetching
+
+  /** Whether its carry came from [[collectFetchedWhileIdle]] and no task took it yet. */
+  def carriesFetchedWhileIdle: Boolean = carryFetchedWhileIdle && carried.nonEmpty
 
   private var joined = false
 
@@ -156,6 +167,7 @@ final class PooledShareConsumer(val key: ConsumerKey) {
       case Some(since) if !(fetchResponses > responsesBefore) => since
       case _                                                  => fresh
     }
+    fetching = records.isEmpty
     unreturnedSince =
       if (records.isEmpty) Some(System.nanoTime - PooledShareConsumer.InFlightMarginNanos) // a fetch may still answer
       else if (records.size >= maxPollRecords) Some(acquiredAt)                            // the rest may be buffered
@@ -177,24 +189,28 @@ final class PooledShareConsumer(val key: ConsumerKey) {
    * fetching until records come, so an idle consumer acquires records that no task polls: locked to it,
    * they would wait for their locks to expire (and be archived where that was their last delivery
    * attempt). Collected, the pool hands this consumer out first and asks the driver for a batch.
-   * Only for a consumer that holds nothing (explicit mode polls only with everything acknowledged).
+   * Only for a consumer that holds nothing (explicit mode polls only with everything acknowledged);
+   * otherwise it collects nothing.
    */
-  def collectFetchedWhileIdle(): Int = {
-    require(held.isEmpty && carried.isEmpty, "collecting while holding records")
-    if (unreturnedSince.isEmpty || subscribed.isEmpty) return 0
-    val since   = unreturnedSince.get
-    val records = consumer.poll(Duration.ZERO).asScala.toSeq
-    if (records.isEmpty) {
-      // Nothing has come so far: whatever comes later is acquired later.
-      unreturnedSince = Some(System.nanoTime - PooledShareConsumer.InFlightMarginNanos)
-    } else {
-      carried = records
-      carriedSince = since
-      carryFetchedWhileIdle = true
-      unreturnedSince = if (records.size >= maxPollRecords) Some(since) else None
+  def collectFetchedWhileIdle(): Int =
+    // Only while its client is fetching anyway: on a consumer that stopped (its last poll brought
+    // records), a poll with an empty buffer would start a fetch, and acquire records for nothing.
+    if (!fetching || held.nonEmpty || carried.nonEmpty || subscribed.isEmpty) 0
+    else {
+      val since   = unreturnedSince.getOrElse(System.nanoTime)
+      val records = consumer.poll(Duration.ZERO).asScala.toSeq
+      if (records.isEmpty) {
+        // Nothing has come so far: whatever comes later is acquired later.
+        unreturnedSince = Some(System.nanoTime - PooledShareConsumer.InFlightMarginNanos)
+      } else {
+        carried = records
+        carriedSince = since
+        carryFetchedWhileIdle = true
+        fetching = false // a response with records ends the client's fetching
+        unreturnedSince = if (records.size >= maxPollRecords) Some(since) else None
+      }
+      records.size
     }
-    records.size
-  }
 
   /** Keeps held records, acquired at `acquiredAtNanos`, for the next [[poll]] (the carry, above). */
   def carry(records: Seq[Record], acquiredAtNanos: Long): Unit = if (records.nonEmpty) {

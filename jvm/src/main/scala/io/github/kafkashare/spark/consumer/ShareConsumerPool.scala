@@ -28,7 +28,8 @@ import org.apache.spark.internal.Logging
  *      driver told to run a batch ([[SourceMarkers.markFetchedWhileIdle]]): the driver runs none while
  *      it sees nothing new, and the broker does not say what is locked to whom;
  *    - a carry older than the key's `idleCloseMs` (half a lock: too late for a batch to pin it) is
- *      RELEASEd, but for records on their last attempt, and the consumer kept, with its membership;
+ *      RELEASEd, and the consumer kept, with its membership; records on their last attempt stay for a
+ *      batch (released, they would be archived) for up to two locks;
  *    - a consumer idle longer than `idleCloseMs` with no carry is closed.
  *    A borrower gets the idle consumer whose records are oldest, so that they reach a batch first.
  *  - A stopped query polls no more, so its consumers must go; `closeIdle` does it at once where the
@@ -74,9 +75,9 @@ final class ShareConsumerPool(clock: Clock, open: ConsumerKey => PooledShareCons
     val queue                      = idle.get(key)
     var found: PooledShareConsumer = null
     while (found == null && queue != null && !queue.isEmpty) {
-      val waiting = queue.asScala.toList
+      val waiting = queue.asScala.toList.map(c => (c, c.pendingSinceNanos)) // read once: the evictor may change it
       // The one holding the oldest acquired records, else the one given back last (so extras age out).
-      val pick = waiting.filter(_.pendingSinceNanos.nonEmpty).minByOption(_.pendingSinceNanos.get).orElse(waiting.headOption)
+      val pick = waiting.collect { case (c, Some(since)) => (c, since) }.minByOption(_._2).map(_._1).orElse(waiting.headOption.map(_._1))
       // remove() fails when another borrower or the evictor took it meanwhile: then look again.
       pick.filter(queue.remove).foreach(c => found = withFreshCarry(c))
     }
@@ -88,9 +89,13 @@ final class ShareConsumerPool(clock: Clock, open: ConsumerKey => PooledShareCons
     if (!carryAged(c)) c
     else
       try {
-        val released = c.releaseCarry()
-        logInfo(s"kafka-share: a pooled consumer of ${c.key} released its carry of $released record(s), acquired more " +
-          s"than ${c.key.idleCloseMs} ms ago: too late for a batch to pin them; the group delivers them again")
+        // Records on their last attempt wait for a batch, but not forever: two locks on, the broker has
+        // archived them long ago, and a query that runs under another key (new options) never takes them.
+        val keepLastAttempts = c.carriedSinceNanos.forall(ageMs(_) <= 4 * c.key.idleCloseMs)
+        val released         = c.releaseCarry(keepLastAttempts)
+        if (released > 0)
+          logInfo(s"kafka-share: a pooled consumer of ${c.key} released $released carried record(s), acquired more " +
+            s"than ${c.key.idleCloseMs} ms ago: too late for a batch to pin them; the group delivers them again")
         c
       } catch {
         case NonFatal(e) =>
@@ -119,8 +124,14 @@ final class ShareConsumerPool(clock: Clock, open: ConsumerKey => PooledShareCons
 
   private def carryAged(c: PooledShareConsumer): Boolean = c.carriedSinceNanos.exists(ageMs(_) > c.key.idleCloseMs)
 
-  /** Idle past `idleCloseMs` and carrying nothing (what its client fetched was collected just before). */
-  private def unused(c: PooledShareConsumer): Boolean = c.carrying == 0 && ageMs(c.idleSinceNanos) > c.key.idleCloseMs
+  /**
+   * Idle past `idleCloseMs`, carrying nothing, and holding nothing a batch could still take: a client
+   * still fetching was just collected (what it fetched would be in the carry), and the rest of a full
+   * poll in its buffer is left until its locks are spent anyway (a whole lock, twice `idleCloseMs`).
+   */
+  private def unused(c: PooledShareConsumer): Boolean =
+    c.carrying == 0 && ageMs(c.idleSinceNanos) > c.key.idleCloseMs &&
+      (c.stillFetching || c.pendingSinceNanos.forall(ageMs(_) > 2 * c.key.idleCloseMs))
 
   def giveBack(consumer: PooledShareConsumer): Unit =
     try {
@@ -163,7 +174,7 @@ final class ShareConsumerPool(clock: Clock, open: ConsumerKey => PooledShareCons
 
   private def collectFetchedWhileIdle(): Unit = idle.asScala.foreach { case (key, queue) =>
     Option(markersOf.get(key)).foreach { markers =>
-      val fetching = queue.asScala.toList.filter(c => c.carrying == 0 && c.mayHaveFetchedAhead)
+      val fetching = queue.asScala.toList.filter(c => c.carrying == 0 && c.stillFetching)
       // remove() fails when a borrower took it meanwhile: then it is theirs, not ours.
       val collected = fetching.filter(queue.remove).map { c =>
         try {
@@ -177,10 +188,9 @@ final class ShareConsumerPool(clock: Clock, open: ConsumerKey => PooledShareCons
             0
         }
       }.sum
-      if (collected > 0) {
-        logInfo(s"kafka-share: idle consumers of $key fetched $collected record(s) meanwhile; asking for a batch")
-        markers.markFetchedWhileIdle()
-      }
+      if (collected > 0) logInfo(s"kafka-share: idle consumers of $key fetched $collected record(s) meanwhile; asking for a batch")
+      // Said again each round until a task takes them: the batch asked for may run no task on this executor.
+      if (queue.asScala.exists(_.carriesFetchedWhileIdle)) markers.markFetchedWhileIdle()
     }
   }
 
@@ -195,19 +205,20 @@ final class ShareConsumerPool(clock: Clock, open: ConsumerKey => PooledShareCons
     // Decided for all at one moment, then done: closing a consumer takes a while.
     val waiting         = queue.asScala.toList
     val (aged, toClose) = (waiting.filter(carryAged), waiting.filter(c => !carryAged(c) && unused(c)))
-    // remove() fails when a borrower took it meanwhile: then it is theirs, not ours.
+    // remove() fails when a borrower took it meanwhile: then it is theirs, not ours. One given back
+    // since is looked at again: it may hold records now.
     aged.filter(queue.remove).foreach(c => Option(withFreshCarry(c)).foreach(queue.addLast))
-    toClose.filter(queue.remove).foreach(discard)
+    toClose.filter(queue.remove).foreach(c => if (unused(c)) discard(c) else queue.addLast(c))
   }
 
   /** How many consumers of `key` wait in the pool (for tests). */
   private[consumer] def idleCount(key: ConsumerKey): Int = Option(idle.get(key)).fold(0)(_.size)
 
   /**
-   * One round of the evictor: collects what idle consumers fetched, releases aged carries, closes
-   * unused consumers and the idle ones of stopped queries.
+   * One round of the evictor: closes the idle consumers of stopped queries, collects what the other idle
+   * consumers fetched, releases aged carries, closes unused consumers.
    */
-  def evictIdle(): Unit = { collectFetchedWhileIdle(); closeLongIdle(); closeStopped() }
+  def evictIdle(): Unit = { closeStopped(); collectFetchedWhileIdle(); closeLongIdle() }
 }
 
 object ShareConsumerPool extends Logging {

@@ -140,7 +140,9 @@ final class KafkaShareMicroBatchStream(
     val run = availableNowEnds match {
       // Not "until a batch gets nothing": a busy topic always gives something, and a batch whose
       // records were all redeliveries to drop gets nothing while records below the ends remain.
-      case Some(targets) => firstRun || fetchedWhileIdle ||
+      // Not on fetchedWhileIdle: while producers write, idle consumers always fetch something, and the
+      // query would never end; records below the targets are holes, which run batches anyway.
+      case Some(targets) => firstRun ||
         (holesBelow(targets, _ => Some(0L)) && emptyBatchesInARow < KafkaShareMicroBatchStream.AvailableNowEmptyBatches)
       case None => firstRun || gotSome || newData || fetchedWhileIdle || probeDue
     }

@@ -68,6 +68,27 @@ class PoolWithBrokerSuite extends AnyFunSuite {
     } finally pool.closeAll()
   }
 
+  test("records on their last delivery attempt stay in an aged carry for a batch, for up to two locks") {
+    val (topic, group) = freshTopic(records = 100)
+    val pool           = new ShareConsumerPool(Clock.System, new PooledShareConsumer(_))
+    val k              = key(group, topic, maxPollRecords = 500).copy(idleCloseMs = 1000L)
+    val consumer       = pool.borrow(k)
+    try {
+      val polled = consumer.poll(Seq(topic), 30000L)
+      assert(polled.records.nonEmpty)
+      consumer.lastDeliveryAttempt = 1 // as a group whose limit is 1 would have it: every record on its last attempt
+      consumer.carry(polled.records, polled.acquiredAtNanos)
+      pool.giveBack(consumer)
+      Thread.sleep(1200)
+      pool.evictIdle()
+      assert(consumer.carrying == polled.records.size, "records on their last attempt were released: the broker archives them")
+      assert(pool.idleCount(k) == 1)
+      Thread.sleep(3000) // past two locks (four times idleCloseMs) since the records were acquired
+      pool.evictIdle()
+      assert(consumer.carrying == 0, "a carry no batch took in two locks is kept forever")
+    } finally pool.closeAll()
+  }
+
   test("what an idle consumer's client fetches is collected, the query told, and the consumer handed out first") {
     val (topic, group) = freshTopic(records = 1)
     val pool           = new ShareConsumerPool(Clock.System, new PooledShareConsumer(_))
