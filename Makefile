@@ -47,7 +47,7 @@ test-jvm:
 
 # Two workers: most of a Spark test's time is spent waiting (JVM start, batches, lock expiry).
 test-python: $(VENV)/installed-wheel target/bench/tools.classpath $(MAVEN_REPO) typecheck lint
-	$(PY) -m pytest -n 2 --dist loadgroup tests/python --ignore=tests/python/test_delta_sink.py
+	$(PY) -m pytest -n 2 --dist loadgroup --durations=20 tests/python --ignore=tests/python/test_delta_sink.py
 
 # Throughput against Kafka's share consumer tool and Spark's own Kafka source (docs/performance.md).
 # Parameters: make bench BENCH_ARGS="--records 500000 --partitions 4 --parallelism 4"
@@ -71,7 +71,7 @@ bench-cost: $(VENV)/installed-wheel target/bench/tools.classpath
 # (every strategy on every broker runs on that Spark line in the stream suites of tests/integration).
 test-compat: $(VENV_OLDEST)/installed-wheel $(DELTA_JARS)
 	KAFKASHARE_RESULTS=target/test-results-spark-oldest KAFKASHARE_DELTA_JARS=$$(cat $(DELTA_JARS)) \
-		$(VENV_OLDEST)/bin/python -m pytest -n 2 --dist loadgroup \
+		$(VENV_OLDEST)/bin/python -m pytest -n 2 --dist loadgroup --durations=10 \
 		tests/python/test_spark_provider.py tests/python/test_package.py tests/python/test_delivery.py \
 		tests/python/test_delta_sink.py -k "not loses_nothing or F5-checkpoint-dedup or F4-two-phase-commit"
 

@@ -261,10 +261,19 @@ object KafkaBroker {
     p
   }
 
-  private[testkit] def freePort(): Int = {
-    val socket = new ServerSocket()
-    try { socket.bind(new InetSocketAddress("127.0.0.1", 0)); socket.getLocalPort }
-    finally socket.close()
+  // Ports this JVM handed out: the system may give a port it just freed again, and a broker whose
+  // two listeners got the same port fails to format ("two listeners on the same port"; seen in CI).
+  private val handedOut = scala.collection.mutable.Set.empty[Int]
+
+  private[testkit] def freePort(): Int = handedOut.synchronized {
+    var port = 0
+    while (port == 0 || handedOut(port)) {
+      val socket = new ServerSocket()
+      try { socket.bind(new InetSocketAddress("127.0.0.1", 0)); port = socket.getLocalPort }
+      finally socket.close()
+    }
+    handedOut += port
+    port
   }
 
   private[testkit] val javaBin: String =
