@@ -1,16 +1,19 @@
 package io.github.kafkashare.testkit
 
+import java.io.IOException
 import java.time.Duration
 import java.util.{Collections, Properties}
-import java.util.concurrent.TimeUnit
+import java.util.concurrent.{Future, TimeUnit}
 
 import scala.collection.mutable
 import scala.jdk.CollectionConverters._
+import scala.util.Try
 
 import org.apache.kafka.clients.admin.{AlterConfigOp, ConfigEntry, ListShareGroupOffsetsSpec, NewTopic}
 import org.apache.kafka.clients.consumer.{ConsumerConfig, KafkaConsumer, KafkaShareConsumer}
-import org.apache.kafka.clients.producer.{KafkaProducer, ProducerConfig, ProducerRecord}
+import org.apache.kafka.clients.producer.{KafkaProducer, ProducerConfig, ProducerRecord, RecordMetadata}
 import org.apache.kafka.common.TopicPartition
+import org.apache.kafka.common.errors.OutOfOrderSequenceException
 import org.apache.kafka.common.config.ConfigResource
 import org.apache.kafka.common.serialization.{ByteArrayDeserializer, ByteArraySerializer}
 
@@ -70,7 +73,11 @@ final class KafkaTestOps(bootstrapServers: String) {
    */
   def produce(topic: String, count: Int, valueBytes: Int = 100, firstKey: Int = 0, bulk: Boolean = false): Unit =
     withProducer { (producer, value) =>
-      (firstKey until firstKey + count).foreach(i => producer.send(new ProducerRecord(topic, i.toString.getBytes("UTF-8"), value)))
+      // Confirmed in chunks: a million records' futures would not fit in a harness server's heap.
+      (firstKey until firstKey + count).grouped(50000).foreach { chunk =>
+        chunk.foreach(i => producer.send(new ProducerRecord(topic, i.toString.getBytes("UTF-8"), value)))
+        producer.confirm()
+      }
     }(valueBytes, bulk)
 
   /**
@@ -93,7 +100,7 @@ final class KafkaTestOps(bootstrapServers: String) {
       while (steps < seconds * 10 && !stop()) {
         val from = firstKey + steps * perStep
         (from until from + perStep).foreach(i => producer.send(new ProducerRecord(topic, i.toString.getBytes("UTF-8"), value)))
-        producer.flush()
+        producer.confirm()
         steps += 1
         val wait = (start + steps * 100000000L - System.nanoTime) / 1000000L
         if (wait > 0) Thread.sleep(wait)
@@ -101,7 +108,7 @@ final class KafkaTestOps(bootstrapServers: String) {
       steps * perStep
     }(valueBytes, bulk = false)
 
-  private def withProducer[T](use: (KafkaProducer[Array[Byte], Array[Byte]], Array[Byte]) => T)(valueBytes: Int, bulk: Boolean): T = {
+  private def withProducer[T](use: (CheckedProducer, Array[Byte]) => T)(valueBytes: Int, bulk: Boolean): T = {
     val props = new Properties
     props.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrapServers)
     props.put(ProducerConfig.ACKS_CONFIG, "all")
@@ -111,9 +118,49 @@ final class KafkaTestOps(bootstrapServers: String) {
     }
     // Through a broker restart (F6) the producer retries until the broker is back.
     props.put(ProducerConfig.DELIVERY_TIMEOUT_MS_CONFIG, "300000")
-    val producer = new KafkaProducer[Array[Byte], Array[Byte]](props, new ByteArraySerializer, new ByteArraySerializer)
-    try { val result = use(producer, Array.fill[Byte](valueBytes)('v'.toByte)); producer.flush(); result }
+    val producer =
+      new CheckedProducer(() => new KafkaProducer[Array[Byte], Array[Byte]](props, new ByteArraySerializer, new ByteArraySerializer))
+    try use(producer, Array.fill[Byte](valueBytes)('v'.toByte))
     finally producer.close()
+  }
+
+  /**
+   * A producer whose every send is confirmed: a test that produced N records must have N records
+   * (KafkaProducer.flush waits, but does not fail for a refused send: once CI produced 155 of 300
+   * records without a word). A batch the broker refused as out of sequence (seen on a loaded machine)
+   * was not written, so its records are sent again by a fresh producer (new sequence numbers); any
+   * other failure fails the call.
+   */
+  private final class CheckedProducer(create: () => KafkaProducer[Array[Byte], Array[Byte]]) {
+    private type Rec = ProducerRecord[Array[Byte], Array[Byte]]
+    private var producer = create()
+    private val sent     = mutable.ArrayBuffer.empty[(Rec, Future[RecordMetadata])]
+
+    def send(record: Rec): Unit = sent += record -> producer.send(record)
+
+    /** Waits until everything sent so far is written; throws if some of it cannot be. */
+    def confirm(): Unit = {
+      var attempts = 0
+      var failed   = awaitAll()
+      while (failed.nonEmpty) {
+        val unwritten = failed.forall { case (_, e) => Option(e.getCause).getOrElse(e).isInstanceOf[OutOfOrderSequenceException] }
+        if (!unwritten || attempts >= 3) throw new IOException(s"${failed.size} record(s) were not written", failed.head._2)
+        attempts += 1
+        producer.close()
+        producer = create()
+        failed.foreach { case (r, _) => send(r) }
+        failed = awaitAll()
+      }
+    }
+
+    private def awaitAll(): Seq[(Rec, Throwable)] = {
+      producer.flush()
+      val failures = sent.toSeq.flatMap { case (r, f) => Try(f.get()).failed.toOption.map(r -> _) }
+      sent.clear()
+      failures
+    }
+
+    def close(): Unit = producer.close()
   }
 
   /**
