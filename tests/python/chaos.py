@@ -83,18 +83,23 @@ TABLE_HEADER = (
 
 
 def run_cell(
-    broker: Broker, work: Path, failure: str, strategy: str, seed: int, records: int = 4000, heartbeat_ms: int | None = None
+    broker: Broker,
+    work: Path,
+    failure: str,
+    strategy: str,
+    seed: int,
+    records: int = 4000,
+    group_timing: dict[str, str] | None = None,
 ) -> Cell:
     """One failure against one strategy; `work` is an empty directory for the checkpoint and the sink.
-    `heartbeat_ms`: the group's heartbeat interval (by default the broker's, as in production)."""
+    `group_timing`: the group's heartbeat and session settings (by default the broker's, as in production)."""
     rng = random.Random(f"{seed}/{failure}/{strategy}")
     name = f"chaos-{failure}-{strategy}-{uuid.uuid4().hex[:6]}".lower()
     topic, group = name, f"{name}-group"
     broker.create_topic(topic, 2)
     # Earliest before anyone joins: F9's console consumer may join the group before the queries do.
     group_settings = {"share.record.lock.duration.ms": str(LOCK_MS), "share.auto.offset.reset": "earliest"}
-    if heartbeat_ms is not None:
-        group_settings["share.heartbeat.interval.ms"] = str(heartbeat_ms)
+    group_settings.update(group_timing or {})
     if failure == "F7":  # a short session, so that the pause outlives it (the harness lowers the broker's minimum)
         group_settings.update({"share.session.timeout.ms": "6000", "share.heartbeat.interval.ms": "1000"})
     broker.group_config(group, group_settings)

@@ -27,10 +27,21 @@ def _log_name(script: str) -> Path:
     return SPARK_LOGS / (re.sub(r"[^A-Za-z0-9_.-]+", "_", test) + ".log")
 
 
+# The JVMs of these applications (driver, and executors in local-cluster mode) compile with C1 only.
+# They live for seconds to a minute and handle a few thousand records, so most of their CPU went to
+# the C2 compiler: a driver-crash cell took 64 s of CPU in 51 s without it, 37 s of CPU in 36 s with it
+# (2 cores; the tests are CPU-bound). Behaviour is the same; the benchmarks (tests/bench) keep C2.
+SPARK_TEST_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1"
+
+
 def start_spark(script: str, *args: str) -> subprocess.Popen[str]:
     """Starts spark_apps/<script>; finish() waits for it and returns its JSON."""
     return subprocess.Popen(
-        [sys.executable, str(HERE / "spark_apps" / script), *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        [sys.executable, str(HERE / "spark_apps" / script), *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "JDK_JAVA_OPTIONS": SPARK_TEST_JAVA_OPTIONS},
     )
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from chaos import EXACTLY_ONCE
-from harness import TEST_HEARTBEAT_MS, Broker, broker_versions
+from harness import TEST_GROUP_TIMING, Broker, broker_versions
 from spark_runs import record_delivery_counts, run_spark
 
 NEWEST = broker_versions()[-1]
@@ -20,9 +20,7 @@ def prepare(
     topic, group = fresh_name("orders"), fresh_name("spark")
     broker.create_topic(topic, partitions)
     # By default the shortest lock the broker allows, so records held by a killed driver come back quickly.
-    broker.group_config(
-        group, {"share.record.lock.duration.ms": str(lock_ms), "share.heartbeat.interval.ms": str(TEST_HEARTBEAT_MS)}
-    )
+    broker.group_config(group, {"share.record.lock.duration.ms": str(lock_ms), **TEST_GROUP_TIMING})
     broker.produce(topic, records)
     return topic, group
 

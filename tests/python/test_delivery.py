@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from chaos import STRATEGIES, Cell, run_cell
-from harness import TEST_HEARTBEAT_MS, Broker, broker_versions
+from harness import TEST_GROUP_TIMING, Broker, broker_versions
 from spark_runs import record_delivery_counts
 
 NEWEST = broker_versions()[-1]
@@ -37,7 +37,7 @@ def check(cell: Cell) -> None:
 @pytest.mark.parametrize("failure,strategy", CELLS)
 def test_failure_loses_nothing(broker: Broker, tmp_path: Path, failure: str, strategy: str) -> None:
     records = 2000 if failure == "F11" else 4000
-    check(run_cell(broker, tmp_path, failure, strategy, SEED, records=records, heartbeat_ms=TEST_HEARTBEAT_MS))
+    check(run_cell(broker, tmp_path, failure, strategy, SEED, records=records, group_timing=TEST_GROUP_TIMING))
 
 
 def test_the_installed_jar_reads_everything_on_every_broker(broker: Broker, tmp_path: Path) -> None:

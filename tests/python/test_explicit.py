@@ -14,7 +14,7 @@ from typing import Any, Callable
 
 import pytest
 
-from harness import TEST_HEARTBEAT_MS, Broker
+from harness import TEST_GROUP_TIMING, Broker
 from spark_runs import finish, record_delivery_counts, run_spark, start_spark
 from streams import NEWEST
 
@@ -32,9 +32,7 @@ def run(
 ) -> tuple[str, str, dict[str, Any]]:
     topic, group = fresh_name("explicit"), fresh_name("explicit-group")
     broker.create_topic(topic, 2)
-    broker.group_config(
-        group, {"share.record.lock.duration.ms": str(lock_ms), "share.heartbeat.interval.ms": str(TEST_HEARTBEAT_MS)}
-    )
+    broker.group_config(group, {"share.record.lock.duration.ms": str(lock_ms), **TEST_GROUP_TIMING})
     broker.produce(topic, records)
     result = run_spark(
         "explicit_stream.py",
@@ -152,7 +150,7 @@ def test_decisions_in_a_union_name_sparks_batch_id(broker: Broker, fresh_name: C
     topic, group = fresh_name("explicit"), fresh_name("explicit-group")
     broker.create_topic(topic, 2)
     # A lock long enough for a first batch that waits for its consumers to join on a loaded machine.
-    broker.group_config(group, {"share.record.lock.duration.ms": "30000"})
+    broker.group_config(group, {"share.record.lock.duration.ms": "30000", **TEST_GROUP_TIMING})
     query = start_spark(
         "explicit_stream.py",
         json.dumps(

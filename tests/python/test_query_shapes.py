@@ -1,11 +1,13 @@
 """Query shapes users run, with driver crashes: a restart after a crash, a union into a file sink, a
-watermarked stateful query, records on their last delivery attempt. Shapes where no process has to
-die (patterns without topics, two queries in one group, recreated topics, another group on a
-checkpoint, AvailableNow on a busy topic, replay order) run in the test JVM:
+watermarked stateful query, records on their last delivery attempt, two queries of one application in
+one group. Shapes where no process has to die (patterns without topics, two queries in one group
+without crashes, recreated topics, another group on a checkpoint, AvailableNow on a busy topic, replay
+order) run in the test JVM:
 tests/integration/.../stream/QueryShapesSuite.scala and FailureCellsSuite.scala (F8)."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Callable
 
@@ -13,6 +15,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from harness import Broker
+from spark_runs import record_delivery_counts, run_spark
 from streams import NEWEST, check, crash_at_moments, prepare, stream
 
 pytestmark = pytest.mark.parametrize("broker", [NEWEST], indirect=True, ids=[f"kafka-{NEWEST}"])
@@ -97,3 +100,37 @@ def test_records_on_their_last_delivery_attempt_are_counted_and_kept(
     metrics = landed["metrics"]
     assert isinstance(metrics, dict) and metrics["deliveryCountLimit"] == "2", metrics
     assert int(metrics["recordsAtLastDeliveryTotal"]) > 0, landed["progress"]
+
+
+def test_two_queries_in_one_application_and_one_group_survive_driver_crashes(
+    broker: Broker, fresh_name: Callable[[str], str], tmp_path: Path
+) -> None:
+    """Two queries of one application share a group, each on its own topic (their consumers share the
+    executors' pool). The driver is killed twice at a moment, with both queries mid-stream, and the
+    application started again each time: each sink must hold its own topic's records once, and none of
+    the other's."""
+    records = 2000
+    (a, group), b = prepare(broker, fresh_name, records=records), fresh_name("other")
+    broker.create_topic(b, 2)
+    broker.produce(b, records)
+    config = {
+        "bootstrap": broker.bootstrap,
+        "group": group,
+        "strategy": "two-phase-commit",
+        "topics": [a, b],
+        "work": str(tmp_path),
+        "expected": records,
+        "timeout_s": 240,
+        "options": {"maxRecordsPerTrigger": 200},
+    }
+    for after_s in (1.5, 3.0):
+        run_spark("two_queries.py", json.dumps({**config, "kill_after_s": after_s}), timeout=400, killed=True)
+    landed = run_spark("two_queries.py", json.dumps(config), timeout=400)
+    for topic, counts in landed["queries"].items():
+        rows, distinct, foreign = counts["rows"], counts["distinct"], counts["foreign"]
+        record_delivery_counts(
+            f"2q   two-phase-commit  produced {records:6} landed {rows:6} lost {records - distinct:4} "
+            f"doubled {rows - distinct:4} ({topic}: {foreign} of the other topic)"
+        )
+        assert (records - distinct, rows - distinct, foreign) == (0, 0, 0), (topic, counts)
+    assert landed["restarts"] == 0, landed

@@ -263,7 +263,11 @@ final class PooledShareConsumer(val key: ConsumerKey) {
     commit()
   }
 
-  def close(): Unit = consumer.close(Duration.ofSeconds(10))
+  /**
+   * Closes the client. One that never subscribed never joined the group: it has nothing to leave or
+   * acknowledge, and a graceful close would only spend its timeout looking for a coordinator.
+   */
+  def close(): Unit = consumer.close(if (subscribed.isEmpty) Duration.ZERO else Duration.ofSeconds(10))
 }
 
 object PooledShareConsumer {

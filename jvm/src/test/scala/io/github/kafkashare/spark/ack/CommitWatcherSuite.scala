@@ -3,6 +3,7 @@ package io.github.kafkashare.spark.ack
 import java.nio.file.Files
 import java.util.UUID
 
+import io.github.kafkashare.spark.UnitTestDirs
 import io.github.kafkashare.spark.consumer.{ConsumerKey, ManualClock, PooledShareConsumer, ShareConsumerPool}
 import io.github.kafkashare.spark.offsets.{SerializableHadoopConf, SourceMarkers}
 import org.apache.hadoop.conf.Configuration
@@ -20,7 +21,7 @@ class CommitWatcherSuite extends AnyFunSuite {
     val clock   = new ManualClock
     val pool    = new ShareConsumerPool(clock, new PooledShareConsumer(_))
     val watcher = new CommitWatcher(clock, pool)
-    val dir     = Files.createTempDirectory("watcher-suite")
+    val dir     = UnitTestDirs.create("watcher-suite")
     val conf    = new SerializableHadoopConf(new Configuration)
     val markers = new SourceMarkers(dir.resolve("source").toString, conf)
     val commit  = new Path(dir.resolve("commits").resolve("7").toUri)

@@ -1,8 +1,8 @@
 package io.github.kafkashare.spark.consumer
 
-import java.nio.file.Files
 import java.util.UUID
 
+import io.github.kafkashare.spark.UnitTestDirs
 import io.github.kafkashare.spark.offsets.{SerializableHadoopConf, SourceMarkers}
 import org.apache.hadoop.conf.Configuration
 import org.scalatest.funsuite.AnyFunSuite
@@ -95,7 +95,7 @@ class ShareConsumerPoolSuite extends AnyFunSuite {
   test("the idle consumers of a query whose stopped marker appears are closed at the evictor's next round") {
     val (pool, _) = poolWithClock()
     val key       = freshKey()
-    val markers   = new SourceMarkers(Files.createTempDirectory("pool-suite").toString, new SerializableHadoopConf(new Configuration))
+    val markers   = new SourceMarkers(UnitTestDirs.create("pool-suite").toString, new SerializableHadoopConf(new Configuration))
     val first     = pool.borrow(key)
     pool.watch(key, markers)
     pool.giveBack(first)

@@ -1,7 +1,6 @@
 package io.github.kafkashare.spark.offsets
 
-import java.nio.file.Files
-
+import io.github.kafkashare.spark.UnitTestDirs
 import io.github.kafkashare.spark.errors.ShareSourceException
 import org.apache.hadoop.conf.Configuration
 import org.scalatest.funsuite.AnyFunSuite
@@ -45,7 +44,7 @@ class AcquisitionLogSuite extends AnyFunSuite {
   }
 
   test("an entry is written once: a second writer gets the first entry back") {
-    val dir    = Files.createTempDirectory("acq").toString
+    val dir    = UnitTestDirs.create("acq").toString
     val log    = new AcquisitionLog(dir, new SerializableHadoopConf(new Configuration()))
     val first  = AcquisitionEntry.of(Seq(("t", 0, 1L, 1)))
     val second = AcquisitionEntry.of(Seq(("t", 0, 2L, 1)))
@@ -60,7 +59,7 @@ class AcquisitionLogSuite extends AnyFunSuite {
   }
 
   test("a task sees what its siblings in the same batch pinned so far, not its own entry nor other batches'") {
-    val dir = Files.createTempDirectory("acq").toString
+    val dir = UnitTestDirs.create("acq").toString
     val log = new AcquisitionLog(dir, new SerializableHadoopConf(new Configuration()))
     assert(log.partsOf(4, _ != 0).isEmpty) // nothing written yet: no folder at all
     val mine    = AcquisitionEntry.of(Seq(("t", 0, 1L, 1)))
@@ -73,7 +72,7 @@ class AcquisitionLogSuite extends AnyFunSuite {
   }
 
   test("a task's records are its parts up to the first missing or empty one; a seal ends it for every attempt") {
-    val dir = Files.createTempDirectory("acq").toString
+    val dir = UnitTestDirs.create("acq").toString
     val log = new AcquisitionLog(dir, new SerializableHadoopConf(new Configuration()))
     val p0  = AcquisitionEntry.of(Seq(("t", 0, 1L, 1)))
     val p1  = AcquisitionEntry.of(Seq(("t", 0, 2L, 1)))
