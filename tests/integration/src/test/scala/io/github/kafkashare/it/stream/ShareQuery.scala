@@ -11,7 +11,13 @@ import org.apache.spark.sql.streaming.{StreamingQuery, StreamingQueryProgress, T
  * One kafka-share query of a test: its reader options, checkpoint and sink. The test's actions start,
  * stop and restart it; every run uses the same checkpoint, as a restarted application would.
  */
-final class ShareQuery(spark: SparkSession, val options: Map[String, String], val checkpoint: Path, hook: BatchHook = BatchHook.none) {
+final class ShareQuery(
+    spark: SparkSession,
+    val options: Map[String, String],
+    val checkpoint: Path,
+    hook: BatchHook = BatchHook.none,
+    scheme: Option[String] = None // the checkpoint's file system, when not the local one
+) {
 
   val sink                                    = new BatchSink(hook)
   private var current: Option[StreamingQuery] = None
@@ -27,7 +33,7 @@ final class ShareQuery(spark: SparkSession, val options: Map[String, String], va
     current = Some(
       records.writeStream
         .foreachBatch(write)
-        .option("checkpointLocation", checkpoint.toString)
+        .option("checkpointLocation", scheme.fold(checkpoint.toString)(s => s"$s://${checkpoint.toUri.getPath}"))
         .trigger(trigger)
         .start()
     )

@@ -18,6 +18,9 @@ object SharedSpark {
     .config("spark.sql.shuffle.partitions", "2")
     .config("spark.ui.enabled", "false")
     .config("spark.sql.streaming.numRecentProgressUpdates", "1000")
+    // A checkpoint on a slow store, for the tests that need one (Prepared.queryOn).
+    .config(s"spark.hadoop.fs.${SlowLocalFileSystem.Scheme}.impl", classOf[SlowLocalFileSystem].getName)
+    .config(s"spark.hadoop.fs.AbstractFileSystem.${SlowLocalFileSystem.Scheme}.impl", classOf[SlowLocalFs].getName)
     .getOrCreate()
 }
 

@@ -18,6 +18,12 @@ final case class Prepared(broker: KafkaBroker, topic: String, group: String) {
     new ShareQuery(SharedSpark.session, byTopic.options - "subscribe" + ("subscribePattern" -> pattern), byTopic.checkpoint)
   }
 
+  /** The same, with its checkpoint on the file system of `scheme` (the local disk under another name). */
+  def queryOn(scheme: String, strategy: String, options: (String, String)*): ShareQuery = {
+    val local = query(strategy, options: _*)
+    new ShareQuery(SharedSpark.session, local.options, local.checkpoint, scheme = Some(scheme))
+  }
+
   /** The same, with `hook` run inside the query's foreachBatch. */
   def queryWith(hook: BatchHook, strategy: String, options: (String, String)*): ShareQuery =
     new ShareQuery(

@@ -1,0 +1,29 @@
+package io.github.kafkashare.it.stream
+
+import scala.jdk.CollectionConverters._
+
+/**
+ * A record is pinned only while its lock has time left: the age is checked right after the poll and
+ * again right before the pin, because the steps between (reading the sibling tasks' pins, a dead-letter
+ * send, a slow store) can outlast the lock. Pinned under a lock that ran out, a record may be acquired
+ * by another member meanwhile and read twice.
+ */
+class LockChecksSuite extends ShareStreamTest {
+
+  test("records whose lock ran low during the steps before pinning go back to the group, and land once") {
+    val topic = prepare() // 15 s locks; two-phase-commit pins a record only until 60% of its lock: 9 s
+    testStream(topic.queryOn(SlowLocalFileSystem.Scheme, "two-phase-commit"))(
+      AddRecords(topic, 500),
+      Assert("the next listing of a batch's acquisition folder (a task reading its siblings' pins) takes 11 s") { _ =>
+        SlowListings.slowDownNextListing(".*/acquisitions/\\d+".r, 11000)
+      },
+      StartStream(),
+      CheckLanded(500),
+      Assert("the slowed task gave its records back instead of pinning them") { q =>
+        assert(!SlowListings.pending, "no task listed its siblings' pins: the test did not slow anything down")
+        val released = q.progress.flatMap(_.sources.headOption).flatMap(_.metrics.asScala.get("recordsReleasedTotal"))
+        assert(released.map(_.toLong).maxOption.exists(_ > 0), s"recordsReleasedTotal over the batches: $released")
+      }
+    )
+  }
+}
