@@ -60,6 +60,9 @@ class _HarnessServer:
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=log,
+                # Called from a Spark application too (F6 restarts the broker): the JIT setting of its
+                # JVMs (spark_runs.SPARK_TEST_JAVA_OPTIONS) is not for the harness and the brokers it starts.
+                env={k: v for k, v in os.environ.items() if k != "JDK_JAVA_OPTIONS"},
             )
 
     def call(self, args: tuple[str, ...], timeout: float) -> tuple[int, str]:

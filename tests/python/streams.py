@@ -19,7 +19,8 @@ def prepare(
 ) -> tuple[str, str]:
     topic, group = fresh_name("orders"), fresh_name("spark")
     broker.create_topic(topic, partitions)
-    # By default the shortest lock the broker allows, so records held by a killed driver come back quickly.
+    # By default the shortest lock the broker allows; with the short session of TEST_GROUP_TIMING, records
+    # held by a killed driver come back within seconds (docs/operations.md).
     broker.group_config(group, {"share.record.lock.duration.ms": str(lock_ms), **TEST_GROUP_TIMING})
     broker.produce(topic, records)
     return topic, group

@@ -106,9 +106,9 @@ def test_two_queries_in_one_application_and_one_group_survive_driver_crashes(
     broker: Broker, fresh_name: Callable[[str], str], tmp_path: Path
 ) -> None:
     """Two queries of one application share a group, each on its own topic (their consumers share the
-    executors' pool). The driver is killed twice at a moment, with both queries mid-stream, and the
-    application started again each time: each sink must hold its own topic's records once, and none of
-    the other's."""
+    executors' pool). The driver is killed twice at a moment (1.5 s and 3 s after both queries committed
+    a batch of that run; at least once with both mid-stream), and the application started again each
+    time: each sink must hold its own topic's records once, and none of the other's."""
     records = 2000
     (a, group), b = prepare(broker, fresh_name, records=records), fresh_name("other")
     broker.create_topic(b, 2)
@@ -121,11 +121,17 @@ def test_two_queries_in_one_application_and_one_group_survive_driver_crashes(
         "work": str(tmp_path),
         "expected": records,
         "timeout_s": 240,
-        "options": {"maxRecordsPerTrigger": 200},
+        "options": {"maxRecordsPerTrigger": 100},  # 20 batches a query: both are mid-stream at a kill
     }
-    for after_s in (1.5, 3.0):
-        run_spark("two_queries.py", json.dumps({**config, "kill_after_s": after_s}), timeout=400, killed=True)
-    landed = run_spark("two_queries.py", json.dumps(config), timeout=400)
+    notes = [tmp_path / f"kill-{i}.json" for i in range(2)]
+    for after_s, note in zip((1.5, 3.0), notes):
+        run_spark(
+            "two_queries.py", json.dumps({**config, "kill_after_s": after_s, "kill_note": str(note)}), timeout=400, killed=True
+        )
+    at_kills = [json.loads(n.read_text()) for n in notes]
+    assert any(all(d < records for d in kill.values()) for kill in at_kills), f"no kill with both queries mid-stream: {at_kills}"
+    # The last run reads the rest in bigger batches: small ones were for the kills.
+    landed = run_spark("two_queries.py", json.dumps({**config, "options": {"maxRecordsPerTrigger": 1000}}), timeout=400)
     for topic, counts in landed["queries"].items():
         rows, distinct, foreign = counts["rows"], counts["distinct"], counts["foreign"]
         record_delivery_counts(

@@ -63,7 +63,8 @@ def test_available_now_on_a_cluster_acknowledges_its_last_batch_before_it_ends(
 ) -> None:
     """Two-phase commit acknowledges a batch on the executors after it commits. A job that stops Spark
     as soon as its AvailableNow query ends must leave nothing to come back: records locked by
-    executors that are gone would return to the group when their locks (15 s) expire."""
+    executors that are gone would return to the group when those consumers' sessions (10 s in the tests)
+    or locks (15 s) expire."""
     topic, group = prepare(broker, fresh_name, records=2000)
     landed = stream(
         broker,

@@ -4,7 +4,8 @@ own per-batch Parquet sink; the driver may be killed at a moment.
 Usage: two_queries.py '<json config>'. Config keys: bootstrap, group, strategy, topics (two names),
 work (a directory: checkpoint-<topic> and sink-<topic> go there), expected (records per topic),
 timeout_s, kill_after_s (kill the driver that many seconds after both queries committed a batch of
-this run), options (extra source options). Prints one JSON line at the end: for each topic the rows
+this run) with kill_note (a file that receives each topic's distinct count at the kill), options
+(extra source options). Prints one JSON line at the end: for each topic the rows
 its sink holds, their distinct keys, and the rows that came from another topic; and how many times a
 query failed and was started again.
 
@@ -94,15 +95,18 @@ def counts(topic: str) -> dict[str, int]:
         return {"rows": 0, "distinct": 0, "foreign": 0}
 
 
-def kill_driver_later(after_s: float) -> None:
-    """Kills the driver JVM, then this process, once both queries committed a batch of this run."""
+def kill_driver_later(after_s: float, note: Path) -> None:
+    """Kills the driver JVM, then this process, after_s seconds after each query committed a batch of
+    this run (or has everything: it runs no batch any more). Writes each topic's distinct count at that
+    moment to `note` first, so that the test knows which queries were mid-stream."""
     before = {t: committed(t) for t in topics}
     jvm_pid = int(spark._jvm.java.lang.ProcessHandle.current().pid())  # type: ignore[union-attr]
 
     def run() -> None:
-        while any(committed(t) <= before[t] for t in topics):
-            time.sleep(0.2)
+        while any(committed(t) <= before[t] and counts(t)["distinct"] < int(config["expected"]) for t in topics):
+            time.sleep(0.5)
         time.sleep(after_s)
+        note.write_text(json.dumps({t: counts(t)["distinct"] for t in topics}))
         os.kill(jvm_pid, signal.SIGKILL)
         os.kill(os.getpid(), signal.SIGKILL)
 
@@ -111,7 +115,7 @@ def kill_driver_later(after_s: float) -> None:
 
 queries = {t: start(t) for t in topics}
 if config.get("kill_after_s") is not None:
-    kill_driver_later(float(config["kill_after_s"]))
+    kill_driver_later(float(config["kill_after_s"]), Path(config["kill_note"]))
 restarts = 0
 deadline = time.time() + float(config.get("timeout_s", 150))
 while time.time() < deadline:
@@ -122,7 +126,7 @@ while time.time() < deadline:
     if all(counts(t)["distinct"] >= int(config["expected"]) for t in topics):
         time.sleep(3)  # a record landing twice, or in the other query, would show in these seconds
         break
-    time.sleep(1)
+    time.sleep(2)  # each check reads both sinks: a few Spark jobs
 for q in queries.values():
     q.stop()
 print(json.dumps({"queries": {t: counts(t) for t in topics}, "restarts": restarts}))

@@ -1,5 +1,8 @@
 package io.github.kafkashare.it.stream
 
+import java.nio.charset.StandardCharsets.UTF_8
+import java.nio.file.Files
+
 import scala.jdk.CollectionConverters._
 
 /**
@@ -23,6 +26,10 @@ class LockChecksSuite extends ShareStreamTest {
         assert(!SlowListings.pending, "no task listed its siblings' pins: the test did not slow anything down")
         val released = q.progress.flatMap(_.sources.headOption).flatMap(_.metrics.asScala.get("recordsReleasedTotal"))
         assert(released.map(_.toLong).maxOption.exists(_ > 0), s"recordsReleasedTotal over the batches: $released")
+        // Records also go back at the check right after a poll (a client buffer that aged): the warning
+        // of the check before pinning says that this one did it. No other test stalls a task that long.
+        val log = new String(Files.readAllBytes(TestDirs.connectorLog), UTF_8)
+        assert(log.contains("lock to pin after the checks before pinning"), s"no such warning in ${TestDirs.connectorLog}")
       }
     )
   }

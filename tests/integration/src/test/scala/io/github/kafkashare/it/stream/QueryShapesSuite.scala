@@ -25,7 +25,7 @@ class QueryShapesSuite extends ShareStreamTest {
     testStream(group.patternQuery(s"$prefix-.*", "checkpoint-dedup"))(
       StartStream(),
       Assert("it waits without failing or running batches") { q =>
-        Thread.sleep(10000) // fifty triggers
+        Thread.sleep(20000) // longer than a lock (15 s), after which a probe would run if one could
         assert(q.query.isActive, q.describe)
         created = System.currentTimeMillis
       },

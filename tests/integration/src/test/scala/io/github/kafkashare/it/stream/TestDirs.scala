@@ -15,6 +15,10 @@ object TestDirs {
 
   def create(prefix: String): Path = Files.createTempDirectory(root, prefix)
 
+  /** Where the connector's log lines go (src/test/resources/log4j2.properties). */
+  def connectorLog: Path =
+    java.nio.file.Paths.get(sys.props.getOrElse("kafkashare.root", "."), "target", "test-results", "stream-suites.log")
+
   def deleteAll(): Unit = deleteRecursively(root)
 
   def deleteRecursively(dir: Path): Unit = if (Files.exists(dir)) {
