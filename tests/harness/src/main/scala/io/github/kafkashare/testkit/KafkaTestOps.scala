@@ -9,7 +9,7 @@ import scala.collection.mutable
 import scala.jdk.CollectionConverters._
 import scala.util.Try
 
-import org.apache.kafka.clients.admin.{AlterConfigOp, ConfigEntry, ListShareGroupOffsetsSpec, NewTopic}
+import org.apache.kafka.clients.admin.{Admin, AlterConfigOp, ConfigEntry, ListShareGroupOffsetsSpec, NewTopic, OffsetSpec}
 import org.apache.kafka.clients.consumer.{ConsumerConfig, KafkaConsumer, KafkaShareConsumer}
 import org.apache.kafka.clients.producer.{KafkaProducer, ProducerConfig, ProducerRecord, RecordMetadata}
 import org.apache.kafka.common.TopicPartition
@@ -37,8 +37,28 @@ final class KafkaTestOps(bootstrapServers: String) {
     val admin = KafkaBroker.admin(bootstrapServers)
     // The broker's default replication factor: 1 on a single node, 3 on the test cluster.
     val newTopic = new NewTopic(topic, java.util.Optional.of[Integer](partitions), java.util.Optional.empty[java.lang.Short]())
-    try admin.createTopics(Collections.singleton(newTopic)).all().get(30, TimeUnit.SECONDS)
-    finally admin.close()
+    try {
+      admin.createTopics(Collections.singleton(newTopic)).all().get(30, TimeUnit.SECONDS)
+      awaitServed(admin, topic, partitions)
+    } finally admin.close()
+  }
+
+  /**
+   * Returns once every partition's leader serves it. Metadata names a new partition's leader a moment
+   * before that broker has created its log; a producer that sends then can have its first batch refused
+   * and its second accepted, and it retries the first forever as out of order (CI: 105 of 250 records
+   * written, five minutes of retries). ListOffsets is answered from the log itself, so its success means
+   * the log exists.
+   */
+  private def awaitServed(admin: Admin, topic: String, partitions: Int): Unit = {
+    val latest   = (0 until partitions).map(p => new TopicPartition(topic, p) -> OffsetSpec.latest()).toMap.asJava
+    val deadline = System.nanoTime + TimeUnit.SECONDS.toNanos(30)
+    var served   = Try(admin.listOffsets(latest).all().get(30, TimeUnit.SECONDS))
+    while (served.isFailure && System.nanoTime < deadline) {
+      Thread.sleep(100)
+      served = Try(admin.listOffsets(latest).all().get(30, TimeUnit.SECONDS))
+    }
+    served.get
   }
 
   /** Deletes a topic and waits until the cluster no longer lists it (so that it can be created again). */
