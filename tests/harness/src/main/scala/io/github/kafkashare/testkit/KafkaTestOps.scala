@@ -201,10 +201,17 @@ final class KafkaTestOps(bootstrapServers: String) {
    * an implicit-mode consumer RELEASEs them, so the group delivers them again.
    */
   def acquireAndLeave(groupId: String, topics: Seq[String], timeoutMs: Long = 60000): Seq[ReceivedRecord] =
+    acquireHoldAndLeave(groupId, topics, timeoutMs)(_ => ())
+
+  /** As [[acquireAndLeave]], running `whileHolding` on the records before leaving (a member that departs holding them). */
+  def acquireHoldAndLeave(groupId: String, topics: Seq[String], timeoutMs: Long = 60000)(
+      whileHolding: Seq[ReceivedRecord] => Unit
+  ): Seq[ReceivedRecord] =
     withShareConsumer(groupId, topics) { consumer =>
       val deadline = System.currentTimeMillis + timeoutMs
       var acquired = Seq.empty[ReceivedRecord]
       while (acquired.isEmpty && System.currentTimeMillis < deadline) acquired = poll(consumer)
+      whileHolding(acquired)
       acquired
     }
 
