@@ -30,6 +30,14 @@ object ShareSourceErrors {
   def refusedKafkaOption(option: String, instead: String): ShareSourceException =
     error(s"option 'kafka.$option' cannot be used with a share group; $instead")
 
+  def builtInKafkaSourceOption(option: String, instead: String): ShareSourceException =
+    error(s"option '$option' belongs to Spark's built-in Kafka source, not to kafka-share; $instead")
+
+  def unknownOption(option: String, suggestion: Option[String]): ShareSourceException =
+    error(s"option '$option' is not an option of kafka-share" +
+      suggestion.fold("")(s => s"; did you mean '$s'?") +
+      " (docs/options.md lists them; Kafka client settings go through as 'kafka.<setting>')")
+
   def onlyWith(option: String, requirement: String): ShareSourceException =
     error(s"option '$option' applies only with '$requirement'; set that too, or remove '$option'")
 

@@ -120,4 +120,26 @@ object OptionDeclarations {
     "value.deserializer"            -> "the source reads values as bytes; deserialize in the query (for example from_json)",
     "share.acknowledgement.mode"    -> "the source drives acknowledgement itself; use 'kafka.share.acknowledgment.mode'"
   )
+
+  /**
+   * Options of Spark's built-in Kafka source that mean nothing to a share group, with what to use
+   * instead. Users switching sources bring them along; silently ignored, they would seem to work.
+   */
+  val BuiltInKafkaSourceOptions: Map[String, String] = Map(
+    "maxOffsetsPerTrigger"               -> s"use '$MaxRecordsPerTrigger' (a share group hands out records, not offset ranges)",
+    "minOffsetsPerTrigger"               -> s"a share group has no offset ranges to wait for; use '$MaxRecordsPerTrigger' to bound batches",
+    "maxTriggerDelay"                    -> "a share group has no offset ranges to wait for; remove it",
+    "minPartitions"                      -> s"use '$Parallelism' (share consumers per batch; it may exceed the topics' partition count)",
+    "assign"                             -> s"use '$Subscribe' (the broker assigns partitions to share consumers)",
+    "startingTimestamp"                  -> s"a share group starts where the group is; use '$StartingOffsetsKey' (earliest or latest)",
+    "startingOffsetsByTimestamp"         -> s"a share group starts where the group is; use '$StartingOffsetsKey' (earliest or latest)",
+    "startingOffsetsByTimestampStrategy" -> s"a share group starts where the group is; use '$StartingOffsetsKey' (earliest or latest)",
+    "endingOffsets"                      -> "a stream has no end offsets; use Trigger.AvailableNow to read what is there and stop",
+    "endingTimestamp"                    -> "a stream has no end offsets; use Trigger.AvailableNow to read what is there and stop",
+    "endingOffsetsByTimestamp"           -> "a stream has no end offsets; use Trigger.AvailableNow to read what is there and stop",
+    "groupIdPrefix"                      -> s"use '$GroupId' (the share group's name)",
+    "kafkaConsumer.pollTimeoutMs"        -> s"use '$PollTimeoutMs'",
+    "fetchOffset.numRetries"             -> "the source fetches no offsets to retry; remove it",
+    "fetchOffset.retryIntervalMs"        -> "the source fetches no offsets to retry; remove it"
+  )
 }

@@ -10,11 +10,15 @@ object OptionsDoc {
     val refused = OptionDeclarations.RefusedKafkaOptions.toSeq.sortBy(_._1).map { case (k, instead) =>
       s"| `kafka.$k` | $instead |"
     }
+    val builtIn = OptionDeclarations.BuiltInKafkaSourceOptions.toSeq.sortBy(_._1).map { case (k, instead) =>
+      s"| `$k` | $instead |"
+    }
     (Seq(
       "# Options of the kafka-share source",
       "",
       "Generated from `OptionDeclarations.scala` (run `build/sbt \"connector/runMain io.github.kafkashare.spark.options.OptionsDoc\"`);",
-      "a unit test fails when this file and the code disagree. Option names are case-insensitive.",
+      "a unit test fails when this file and the code disagree. Option names are case-insensitive; a key that is",
+      "neither one of these nor a Kafka client setting (`kafka.<setting>`) is an error, with the nearest name suggested.",
       "",
       "| option | default | meaning |",
       "|---|---|---|"
@@ -25,7 +29,14 @@ object OptionsDoc {
       "",
       "| option | instead |",
       "|---|---|"
-    ) ++ refused).mkString("", "\n", "\n")
+    ) ++ refused ++ Seq(
+      "",
+      "## Options of Spark's built-in Kafka source",
+      "They mean nothing to a share group; each is an error that names what to use instead:",
+      "",
+      "| option | instead |",
+      "|---|---|"
+    ) ++ builtIn).mkString("", "\n", "\n")
   }
 
   def main(args: Array[String]): Unit = {

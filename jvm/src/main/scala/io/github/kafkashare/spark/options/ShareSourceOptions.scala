@@ -77,6 +77,7 @@ object ShareSourceOptions {
 
   /** Parses options given in any letter case (Spark's options are case-insensitive). */
   def parse(supplied: Map[String, String]): ShareSourceOptions = {
+    rejectUnknown(supplied.keys)
     val lower                            = supplied.map { case (k, v) => k.toLowerCase(Locale.ROOT) -> v }
     def get(key: String): Option[String] = lower.get(key.toLowerCase(Locale.ROOT)).map(_.trim)
     def required(key: String, example: String): String =
@@ -125,6 +126,42 @@ object ShareSourceOptions {
       readDurationMs = get(ReadDurationMs).map(v => wholeNumber(ReadDurationMs, v, min = 0, max = 600000L))
         .getOrElse(DefaultReadDurationMs)
     )
+  }
+
+  private def lowerCase(key: String): String = key.toLowerCase(Locale.ROOT)
+
+  private val declared: Map[String, String] = all.map(_.key).filter(_ != "kafka.*").map(k => lowerCase(k) -> k).toMap
+  private val builtIn: Map[String, String]  = BuiltInKafkaSourceOptions.map { case (k, v) => lowerCase(k) -> v }
+
+  /**
+   * Every key must mean something: an option of this source, or a Kafka client setting (`kafka.` and
+   * not `kafka.share.`, the source's own prefix). A typo such as 'kafka.share.exactly_once.strategy'
+   * would otherwise leave the strategy at none, at-least-once for a user who asked for exactly-once.
+   */
+  private def rejectUnknown(keys: Iterable[String]): Unit = keys.toSeq.sorted.foreach { key =>
+    val k = lowerCase(key)
+    builtIn.get(k).foreach(instead => throw ShareSourceErrors.builtInKafkaSourceOption(key, instead))
+    val refusedClientSetting = RefusedKafkaOptions.contains(k.stripPrefix("kafka.")) // kafkaParams names the fix
+    val clientSetting        = k.startsWith("kafka.") && (!k.startsWith("kafka.share.") || refusedClientSetting)
+    if (!declared.contains(k) && !clientSetting) throw ShareSourceErrors.unknownOption(key, closestDeclared(k))
+  }
+
+  private def closestDeclared(key: String): Option[String] =
+    declared.toSeq.map { case (k, original) => (editDistance(key, k), original) }
+      .filter { case (d, _) => d <= math.max(2, key.length / 8) }
+      .minByOption { case (d, original) => (d, original) }
+      .map(_._2)
+
+  private def editDistance(a: String, b: String): Int = {
+    var previous = Array.tabulate(b.length + 1)(identity)
+    for (i <- 1 to a.length) {
+      val current = new Array[Int](b.length + 1)
+      current(0) = i
+      for (j <- 1 to b.length)
+        current(j) = math.min(math.min(current(j - 1), previous(j)) + 1, previous(j - 1) + (if (a(i - 1) == b(j - 1)) 0 else 1))
+      previous = current
+    }
+    previous(b.length)
   }
 
   private def parseSubscription(topics: Option[String], pattern: Option[String]): Subscription =

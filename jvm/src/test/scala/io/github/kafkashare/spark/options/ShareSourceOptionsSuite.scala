@@ -128,4 +128,42 @@ class ShareSourceOptionsSuite extends AnyFunSuite {
     val o = ShareSourceOptions.parse(required ++ Map("kafka.security.protocol" -> "SASL_SSL", "kafka.fetch.max.bytes" -> "1000"))
     assert(o.kafkaParams == Map("bootstrap.servers" -> "b:9092", "security.protocol" -> "SASL_SSL", "fetch.max.bytes" -> "1000"))
   }
+
+  test("a misspelled option is an error with a suggestion, not a silent default") {
+    Seq(
+      "kafka.share.exactly_once.strategy" -> "kafka.share.exactly.once.strategy", // would leave the strategy at none
+      "kafka.share.paralelism"            -> "kafka.share.parallelism",
+      "subcribe"                          -> "subscribe",
+      "maxRecordPerTrigger"               -> "maxRecordsPerTrigger",
+      "IncludeHeader"                     -> "includeHeaders"
+    ).foreach { case (typo, meant) =>
+      val message = failure(required + (typo -> "x"))
+      assert(message.contains(s"option '$typo' is not an option of kafka-share; did you mean '$meant'?"), message)
+    }
+    val far = failure(required + ("checkpointLocation" -> "/tmp/x"))
+    assert(far.contains("option 'checkpointLocation' is not an option of kafka-share") && !far.contains("did you mean"), far)
+    assert(far.contains("docs/options.md"), far)
+  }
+
+  test("options of Spark's built-in Kafka source name what to use instead") {
+    Seq(
+      "maxOffsetsPerTrigger" -> "maxRecordsPerTrigger",
+      "minPartitions"        -> "kafka.share.parallelism",
+      "startingTimestamp"    -> "startingOffsets",
+      "assign"               -> "subscribe",
+      "endingOffsets"        -> "Trigger.AvailableNow",
+      "groupIdPrefix"        -> "kafka.share.group.id"
+    ).foreach { case (key, instead) =>
+      val message = failure(required + (key -> "1"))
+      assert(message.contains(s"option '$key' belongs to Spark's built-in Kafka source") && message.contains(instead), message)
+    }
+  }
+
+  test("unknown keys are refused, but Kafka client settings pass and refused ones keep their own message") {
+    assert(ShareSourceOptions.parse(required + ("kafka.max.poll.records" -> "100")).kafkaParams("max.poll.records") == "100")
+    val refused = failure(required + ("kafka.share.acknowledgement.mode" -> "implicit"))
+    assert(refused.contains("cannot be used with a share group") && refused.contains("kafka.share.acknowledgment.mode"), refused)
+    val unknownShare = failure(required + ("kafka.share.acquire.mode" -> "record_limit"))
+    assert(unknownShare.contains("option 'kafka.share.acquire.mode' is not an option of kafka-share"), unknownShare)
+  }
 }

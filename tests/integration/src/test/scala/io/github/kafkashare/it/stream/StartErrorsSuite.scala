@@ -46,6 +46,20 @@ class StartErrorsSuite extends ShareStreamTest {
     containing.foreach(part => assert(message.contains(part), s"'$part' is not in: $message"))
   }
 
+  test("a misspelled option or one of Spark's Kafka source fails at load, naming the option to use") {
+    val (_, good) = goodOptions()
+    // Ignored, the typo would leave the strategy at none: at-least-once for a query that asked for exactly-once.
+    expectMessage(
+      good + ("kafka.share.exactly_once.strategy" -> "two-phase-commit"),
+      "option 'kafka.share.exactly_once.strategy' is not an option of kafka-share; did you mean 'kafka.share.exactly.once.strategy'?"
+    )
+    expectMessage(
+      good + ("maxOffsetsPerTrigger" -> "1000"),
+      "option 'maxOffsetsPerTrigger' belongs to Spark's built-in Kafka source",
+      "maxRecordsPerTrigger"
+    )
+  }
+
   test("a missing topic is named") {
     val (topic, good) = goodOptions()
     expectMessage(good + ("subscribe" -> s"${topic.topic},no-such-topic"), "topic(s) no-such-topic do not exist")
