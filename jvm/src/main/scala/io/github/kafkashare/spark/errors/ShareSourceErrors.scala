@@ -36,7 +36,8 @@ object ShareSourceErrors {
   def unknownOption(option: String, suggestion: Option[String]): ShareSourceException =
     error(s"option '$option' is not an option of kafka-share" +
       suggestion.fold("")(s => s"; did you mean '$s'?") +
-      " (docs/options.md lists them; Kafka client settings go through as 'kafka.<setting>')")
+      " (the options are listed in the project's docs/options.md; Kafka client settings go through as " +
+      "'kafka.<setting>', but 'kafka.share.*' names belong to this source)")
 
   def onlyWith(option: String, requirement: String): ShareSourceException =
     error(s"option '$option' applies only with '$requirement'; set that too, or remove '$option'")

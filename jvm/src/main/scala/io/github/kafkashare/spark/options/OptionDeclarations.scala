@@ -130,6 +130,7 @@ object OptionDeclarations {
     "minOffsetsPerTrigger"               -> s"a share group has no offset ranges to wait for; use '$MaxRecordsPerTrigger' to bound batches",
     "maxTriggerDelay"                    -> "a share group has no offset ranges to wait for; remove it",
     "minPartitions"                      -> s"use '$Parallelism' (share consumers per batch; it may exceed the topics' partition count)",
+    "maxRecordsPerPartition"             -> s"use '$MaxRecordsPerTrigger' to bound batches and '$Parallelism' for the number of read tasks",
     "assign"                             -> s"use '$Subscribe' (the broker assigns partitions to share consumers)",
     "startingTimestamp"                  -> s"a share group starts where the group is; use '$StartingOffsetsKey' (earliest or latest)",
     "startingOffsetsByTimestamp"         -> s"a share group starts where the group is; use '$StartingOffsetsKey' (earliest or latest)",

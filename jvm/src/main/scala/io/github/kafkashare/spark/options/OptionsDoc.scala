@@ -18,7 +18,8 @@ object OptionsDoc {
       "",
       "Generated from `OptionDeclarations.scala` (run `build/sbt \"connector/runMain io.github.kafkashare.spark.options.OptionsDoc\"`);",
       "a unit test fails when this file and the code disagree. Option names are case-insensitive; a key that is",
-      "neither one of these nor a Kafka client setting (`kafka.<setting>`) is an error, with the nearest name suggested.",
+      "neither one of these nor a Kafka client setting (`kafka.<setting>`; `kafka.share.*` names belong to the source) is",
+      "an error, with the nearest name suggested.",
       "",
       "| option | default | meaning |",
       "|---|---|---|"

@@ -4,6 +4,7 @@ import java.util.Locale
 import java.util.regex.{Pattern, PatternSyntaxException}
 
 import io.github.kafkashare.spark.errors.ShareSourceErrors
+import org.apache.spark.sql.connector.catalog.TableCatalog
 
 /** Which topics the query reads: a fixed list, or a regex matched against the cluster's topics. */
 sealed trait Subscription
@@ -133,22 +134,43 @@ object ShareSourceOptions {
   private val declared: Map[String, String] = all.map(_.key).filter(_ != "kafka.*").map(k => lowerCase(k) -> k).toMap
   private val builtIn: Map[String, String]  = BuiltInKafkaSourceOptions.map { case (k, v) => lowerCase(k) -> v }
 
+  // What Spark adds itself when a table is defined in SQL (CREATE TABLE ... USING `kafka-share`
+  // OPTIONS (...)): the table's reserved properties (TableCatalog.PROP_*: provider, owner, location,
+  // ...), the location again as 'path', and each option again as 'option.<key>'. Read from Spark's
+  // class, so that a newer Spark's additions are known too.
+  private val sparkTableKeys: Set[String] =
+    classOf[TableCatalog].getFields.toSeq.filter(_.getName.startsWith("PROP_")).map(f => lowerCase(f.get(null).toString)).toSet + "path"
+
   /**
    * Every key must mean something: an option of this source, or a Kafka client setting (`kafka.` and
    * not `kafka.share.`, the source's own prefix). A typo such as 'kafka.share.exactly_once.strategy'
    * would otherwise leave the strategy at none, at-least-once for a user who asked for exactly-once.
+   * A `kafka.` key that is one of this source's options with `share.` dropped or misspelt is refused too:
+   * passed to the client, it would be ignored the same way.
    */
   private def rejectUnknown(keys: Iterable[String]): Unit = keys.toSeq.sorted.foreach { key =>
     val k = lowerCase(key)
     builtIn.get(k).foreach(instead => throw ShareSourceErrors.builtInKafkaSourceOption(key, instead))
+    val sparkAdded           = sparkTableKeys(k) || k.startsWith(TableCatalog.OPTION_PREFIX)
     val refusedClientSetting = RefusedKafkaOptions.contains(k.stripPrefix("kafka.")) // kafkaParams names the fix
-    val clientSetting        = k.startsWith("kafka.") && (!k.startsWith("kafka.share.") || refusedClientSetting)
-    if (!declared.contains(k) && !clientSetting) throw ShareSourceErrors.unknownOption(key, closestDeclared(k))
+    val clientSetting = k.startsWith("kafka.") && (refusedClientSetting ||
+      !k.startsWith("kafka.share.") && nearSourceOption(k).isEmpty)
+    if (!declared.contains(k) && !clientSetting && !sparkAdded) throw ShareSourceErrors.unknownOption(key, suggestion(k))
   }
 
-  private def closestDeclared(key: String): Option[String] =
+  /** A source option this `kafka.` key seems meant as: its name without `share.`, or a near spelling of one. */
+  private def nearSourceOption(k: String): Option[String] =
+    declared.get("kafka.share." + k.stripPrefix("kafka.")).orElse(
+      closestDeclared(k, maxDistance = 2).filter(lowerCase(_).startsWith("kafka.share."))
+    )
+
+  private def suggestion(k: String): Option[String] =
+    declared.get("kafka." + k).orElse(declared.get("kafka.share." + k)).orElse(nearSourceOption(k))
+      .orElse(closestDeclared(k, maxDistance = math.max(2, k.length / 5)))
+
+  private def closestDeclared(key: String, maxDistance: Int): Option[String] =
     declared.toSeq.map { case (k, original) => (editDistance(key, k), original) }
-      .filter { case (d, _) => d <= math.max(2, key.length / 8) }
+      .filter { case (d, _) => d <= maxDistance }
       .minByOption { case (d, original) => (d, original) }
       .map(_._2)
 

@@ -166,4 +166,26 @@ class ShareSourceOptionsSuite extends AnyFunSuite {
     val unknownShare = failure(required + ("kafka.share.acquire.mode" -> "record_limit"))
     assert(unknownShare.contains("option 'kafka.share.acquire.mode' is not an option of kafka-share"), unknownShare)
   }
+
+  test("a source option spelt as a client setting is refused, with the source option suggested") {
+    Seq(
+      "kafka.exactly.once.strategy"        -> "kafka.share.exactly.once.strategy", // 'share.' left out
+      "kafka.shares.exactly.once.strategy" -> "kafka.share.exactly.once.strategy",
+      "kafka.share.group"                  -> "kafka.share.group.id",
+      "bootstrap.servers"                  -> "kafka.bootstrap.servers",           // the 'kafka.' prefix left out
+      "parallelism"                        -> "kafka.share.parallelism"
+    ).foreach { case (key, meant) =>
+      val message = failure(required + (key -> "x"))
+      assert(message.contains(s"option '$key' is not an option of kafka-share; did you mean '$meant'?"), message)
+    }
+  }
+
+  test("a table defined in SQL: the keys Spark adds (reserved properties, path, option.<key>) are accepted") {
+    // As V2SessionCatalog hands a table's properties to the provider.
+    val table = required.flatMap { case (k, v) => Seq(k -> v, s"option.$k" -> v) } ++
+      Map("provider" -> "kafka-share", "owner" -> "me", "location" -> "file:/w/t", "path" -> "file:/w/t", "is_managed_location" -> "true")
+    assert(ShareSourceOptions.parse(table).groupId == "g")
+    val typo = failure(table ++ Map("kafka.share.paralelism" -> "2", "option.kafka.share.paralelism" -> "2"))
+    assert(typo.contains("did you mean 'kafka.share.parallelism'?"), typo)
+  }
 }
