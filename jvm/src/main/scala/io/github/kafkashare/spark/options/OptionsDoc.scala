@@ -7,12 +7,9 @@ object OptionsDoc {
     val rows = OptionDeclarations.all.map { o =>
       s"| `${o.key}` | ${if (o.default.isEmpty) "" else s"`${o.default}`"} | ${o.meaning} |"
     }
-    val refused = OptionDeclarations.RefusedKafkaOptions.toSeq.sortBy(_._1).map { case (k, instead) =>
-      s"| `kafka.$k` | $instead |"
-    }
-    val builtIn = OptionDeclarations.BuiltInKafkaSourceOptions.toSeq.sortBy(_._1).map { case (k, instead) =>
-      s"| `$k` | $instead |"
-    }
+    def insteadRows(options: Map[String, String], prefix: String) =
+      Seq("| option | instead |", "|---|---|") ++
+        options.toSeq.sortBy(_._1).map { case (k, instead) => s"| `$prefix$k` | $instead |" }
     (Seq(
       "# Options of the kafka-share source",
       "",
@@ -27,17 +24,13 @@ object OptionsDoc {
       "",
       "## Kafka client settings the source refuses",
       "A share consumer rejects these, or the source owns them. Each error names what to use instead:",
-      "",
-      "| option | instead |",
-      "|---|---|"
-    ) ++ refused ++ Seq(
+      ""
+    ) ++ insteadRows(OptionDeclarations.RefusedKafkaOptions, "kafka.") ++ Seq(
       "",
       "## Options of Spark's built-in Kafka source",
       "They mean nothing to a share group; each is an error that names what to use instead:",
-      "",
-      "| option | instead |",
-      "|---|---|"
-    ) ++ builtIn).mkString("", "\n", "\n")
+      ""
+    ) ++ insteadRows(OptionDeclarations.BuiltInKafkaSourceOptions, "")).mkString("", "\n", "\n")
   }
 
   def main(args: Array[String]): Unit = {

@@ -10,6 +10,12 @@ class ShareSourceOptionsSuite extends AnyFunSuite {
   private def failure(options: Map[String, String]): String =
     intercept[ShareSourceException](ShareSourceOptions.parse(options)).getMessage
 
+  /** `key` is refused as unknown, with `meant` suggested. */
+  private def assertSuggests(key: String, meant: String): Unit = {
+    val message = failure(required + (key -> "x"))
+    assert(message.contains(s"option '$key' is not an option of kafka-share; did you mean '$meant'?"), message)
+  }
+
   test("defaults") {
     val o = ShareSourceOptions.parse(required)
     assert(o.subscription == Subscription.Topics(Seq("a", "b")))
@@ -136,10 +142,7 @@ class ShareSourceOptionsSuite extends AnyFunSuite {
       "subcribe"                          -> "subscribe",
       "maxRecordPerTrigger"               -> "maxRecordsPerTrigger",
       "IncludeHeader"                     -> "includeHeaders"
-    ).foreach { case (typo, meant) =>
-      val message = failure(required + (typo -> "x"))
-      assert(message.contains(s"option '$typo' is not an option of kafka-share; did you mean '$meant'?"), message)
-    }
+    ).foreach { case (typo, meant) => assertSuggests(typo, meant) }
     val far = failure(required + ("checkpointLocation" -> "/tmp/x"))
     assert(far.contains("option 'checkpointLocation' is not an option of kafka-share") && !far.contains("did you mean"), far)
     assert(far.contains("docs/options.md"), far)
@@ -174,10 +177,7 @@ class ShareSourceOptionsSuite extends AnyFunSuite {
       "kafka.share.group"                  -> "kafka.share.group.id",
       "bootstrap.servers"                  -> "kafka.bootstrap.servers",           // the 'kafka.' prefix left out
       "parallelism"                        -> "kafka.share.parallelism"
-    ).foreach { case (key, meant) =>
-      val message = failure(required + (key -> "x"))
-      assert(message.contains(s"option '$key' is not an option of kafka-share; did you mean '$meant'?"), message)
-    }
+    ).foreach { case (key, meant) => assertSuggests(key, meant) }
   }
 
   test("a table defined in SQL: the keys Spark adds (reserved properties, path, option.<key>) are accepted") {

@@ -52,12 +52,10 @@ final class KafkaTestOps(bootstrapServers: String) {
    */
   private def awaitServed(admin: Admin, topic: String, partitions: Int): Unit = {
     val latest   = (0 until partitions).map(p => new TopicPartition(topic, p) -> OffsetSpec.latest()).toMap.asJava
+    def listed   = Try(admin.listOffsets(latest).all().get(30, TimeUnit.SECONDS))
     val deadline = System.nanoTime + TimeUnit.SECONDS.toNanos(30)
-    var served   = Try(admin.listOffsets(latest).all().get(30, TimeUnit.SECONDS))
-    while (served.isFailure && System.nanoTime < deadline) {
-      Thread.sleep(100)
-      served = Try(admin.listOffsets(latest).all().get(30, TimeUnit.SECONDS))
-    }
+    var served   = listed
+    while (served.isFailure && System.nanoTime < deadline) { Thread.sleep(100); served = listed }
     served.get
   }
 
