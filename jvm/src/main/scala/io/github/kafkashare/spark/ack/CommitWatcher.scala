@@ -9,7 +9,8 @@ import scala.util.control.NonFatal
 import io.github.kafkashare.spark.consumer.{Clock, ConsumerKey, PooledShareConsumer, ShareConsumerPool}
 import io.github.kafkashare.spark.offsets.{DecisionLog, SerializableHadoopConf, SourceMarkers}
 import io.github.kafkashare.spark.options.Decision
-import org.apache.hadoop.fs.{FileContext, Path}
+import io.github.kafkashare.spark.offsets.store.CheckpointStore
+import org.apache.hadoop.fs.Path
 import org.apache.spark.internal.Logging
 
 /**
@@ -74,7 +75,7 @@ final class CommitWatcher(clock: Clock, pool: ShareConsumerPool) extends Logging
   /** One round: every hold whose commit came, or whose deadline passed, gets its phase 2. */
   def checkHolds(): Unit = holds.asScala.toList.foreach { hold =>
     try {
-      val committed = FileContext.getFileContext(hold.commitFile.toUri, hold.conf.value).util.exists(hold.commitFile)
+      val committed = CheckpointStore.of(hold.commitFile, hold.conf.value).exists(hold.commitFile)
       val late      = clock.nanoTime() > hold.deadlineNanos
       if (committed || late) {
         // The decisions are read before the hold is let go: if that read fails, the next check retries.

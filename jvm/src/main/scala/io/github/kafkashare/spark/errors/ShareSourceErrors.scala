@@ -14,6 +14,16 @@ object ShareSourceErrors {
     "attempts ended in failures (crashes, expired locks, RELEASE decisions); raise share.delivery.count.limit (group) " +
     "or group.share.delivery.count.limit (broker) if failures are frequent"
 
+  /** A warning at start: the checkpoint is on a store where two writers of one log file can both win. */
+  def checkpointStoreNotAtomic(checkpointDir: String, writtenBy: String): String =
+    s"kafka-share: the checkpoint '$checkpointDir' is on a store whose rename is a check followed by a copy, and " +
+      s"the source's logs are written by $writtenBy there. If two attempts of one read task run at once (an " +
+      "executor lost but still running, a stage retried, two actions of foreachBatch in threads), both can pin " +
+      "records in the same log file and the records of the one overwritten are lost. Use a store that can " +
+      "create a file only if absent: S3 through S3A on Hadoop 3.4.2 or later (Spark 4.1 and later, with " +
+      "fs.s3a.create.conditional.enabled left true), HDFS, ABFS with a hierarchical namespace, or a " +
+      "spark.sql.streaming.checkpointFileManagerClass whose createAtomic refuses to overwrite atomically"
+
   private def error(message: String, cause: Throwable = null) =
     new ShareSourceException(s"kafka-share: $message", cause)
 

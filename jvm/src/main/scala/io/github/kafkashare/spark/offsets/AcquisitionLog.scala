@@ -1,52 +1,50 @@
 package io.github.kafkashare.spark.offsets
 
-import org.apache.hadoop.fs.{FileAlreadyExistsException, FileContext, Path}
+import io.github.kafkashare.spark.offsets.store.CheckpointStore
+import org.apache.hadoop.fs.Path
 
 /**
  * The acquisition log under the source's checkpoint directory: `acquisitions/<batch>/<task>` for a
  * task's first part, `acquisitions/<batch>/<task>.<part>` for the parts after it.
  *
  * A read task may poll several times; each poll's records are pinned as one part, written once,
- * atomically (temporary file, then a rename that refuses to overwrite), BEFORE the records it names
+ * atomically and only if absent ([[CheckpointStore.createIfAbsent]]), BEFORE the records it names
  * are acknowledged: that order is what makes a batch replayable.
  *
  * A task's records are its parts 0, 1, ... up to the first part that is missing or empty. An empty
  * part is a seal: nothing after it belongs to the task. A second attempt of a task (a retry, a
  * speculative copy) that finds part 0 written replays instead of polling, and first seals the task
  * ([[sealTask]]), so that the attempt it replaces, if still alive, can pin nothing more: that
- * attempt's next write loses the rename, and it must stop. Two fresh attempts race only for part 0;
+ * attempt's next write finds the part taken, and it must stop. Two fresh attempts race only for part 0;
  * the loser gives its records back and replays.
  *
  * @param checkpointDir the source's checkpoint directory (`<checkpointLocation>/sources/<id>`)
  */
 final class AcquisitionLog(checkpointDir: String, hadoopConf: SerializableHadoopConf) extends Serializable {
 
-  @transient private lazy val root = new Path(checkpointDir, "acquisitions")
-  @transient private lazy val fc   = FileContext.getFileContext(root.toUri, hadoopConf.value)
+  @transient private lazy val root  = new Path(checkpointDir, "acquisitions")
+  @transient private lazy val store = CheckpointStore.of(root, hadoopConf.value)
 
   def path(batch: Long, task: Int, part: Int = 0): Path =
     new Path(new Path(root, batch.toString), if (part == 0) task.toString else s"$task.$part")
 
   def read(batch: Long, task: Int, part: Int = 0): Option[AcquisitionEntry] = {
     val file = path(batch, task, part)
-    CheckpointFiles.read(fc, file).map(AcquisitionEntry.parse(_, file.toString))
+    store.read(file).map(AcquisitionEntry.parse(_, file.toString))
   }
 
   /**
    * Writes the part unless one exists. Returns the entry that is in the log afterwards, and whether
-   * it is ours.
+   * it is ours (the same records: two attempts never hold the same records at once, so a part with
+   * ours is a write of ours whose answer was lost).
    */
   def writeIfAbsent(batch: Long, task: Int, entry: AcquisitionEntry, part: Int = 0): (AcquisitionEntry, Boolean) = {
     val file = path(batch, task, part)
-    try {
-      CheckpointFiles.writeAtomically(fc, file, entry.serialize, overwrite = false)
-      (entry, true)
-    } catch {
-      case _: FileAlreadyExistsException | _: org.apache.hadoop.fs.ParentNotDirectoryException =>
-        (read(batch, task, part).getOrElse(entry), false)
-      case e: java.io.IOException if fc.util.exists(file) =>
-        // Some file systems report an existing target with a plain IOException.
-        (read(batch, task, part).getOrElse(throw e), false)
+    val text = entry.serialize
+    store.createIfAbsent(file, text) match {
+      case None                         => (entry, true)
+      case Some(there) if there == text => (entry, true)
+      case Some(there)                  => (AcquisitionEntry.parse(there, file.toString), false)
     }
   }
 
@@ -89,14 +87,14 @@ final class AcquisitionLog(checkpointDir: String, hadoopConf: SerializableHadoop
 
   /** (task, part) of every part of `batch` written so far, in order. */
   def partNames(batch: Long): Seq[(Int, Int)] =
-    CheckpointFiles.list(fc, new Path(root, batch.toString)).flatMap(AcquisitionLog.taskAndPart).sorted
+    store.list(new Path(root, batch.toString)).flatMap(AcquisitionLog.taskAndPart).sorted
 
   /** All records of one batch, as the parts of its tasks (the driver reads them after the batch ran). */
   def readBatch(batch: Long, tasks: Int): Seq[AcquisitionEntry] =
     (0 until tasks).flatMap(readTask(batch, _).getOrElse(Nil))
 
   /** Deletes the entries of batches before `batch` (their offsets are no longer replayable by Spark). */
-  def purgeBefore(batch: Long): Unit = CheckpointFiles.purgeBefore(fc, root, batch)
+  def purgeBefore(batch: Long): Unit = store.purgeBefore(root, batch)
 }
 
 object AcquisitionLog {

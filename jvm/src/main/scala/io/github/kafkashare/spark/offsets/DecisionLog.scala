@@ -2,7 +2,8 @@ package io.github.kafkashare.spark.offsets
 
 import io.github.kafkashare.spark.errors.ShareSourceErrors
 import io.github.kafkashare.spark.options.Decision
-import org.apache.hadoop.fs.{FileContext, Path}
+import io.github.kafkashare.spark.offsets.store.CheckpointStore
+import org.apache.hadoop.fs.Path
 
 /**
  * Explicit mode: the decisions foreachBatch gave for the records of a batch, under the source's
@@ -16,8 +17,8 @@ import org.apache.hadoop.fs.{FileContext, Path}
 final class DecisionLog(checkpointDir: String, hadoopConf: SerializableHadoopConf) extends Serializable {
   import DecisionLog._
 
-  @transient private lazy val root = new Path(checkpointDir, "decisions")
-  @transient private lazy val fc   = FileContext.getFileContext(root.toUri, hadoopConf.value)
+  @transient private lazy val root  = new Path(checkpointDir, "decisions")
+  @transient private lazy val store = CheckpointStore.of(root, hadoopConf.value)
 
   private def batchDir(batch: Long) = new Path(root, batch.toString)
 
@@ -27,7 +28,8 @@ final class DecisionLog(checkpointDir: String, hadoopConf: SerializableHadoopCon
     decisions.foreach { case (d, t, p, o) =>
       text.append(codes(d)).append(' ').append(t).append(' ').append(p).append(' ').append(o).append('\n')
     }
-    writeAtomically(new Path(batchDir(batch), name), text.toString, overwrite = false)
+    // The name is the task attempt's own (DecisionsWriterFactory): no other writer races for it.
+    store.overwrite(new Path(batchDir(batch), name), text.toString)
     name
   }
 
@@ -38,7 +40,7 @@ final class DecisionLog(checkpointDir: String, hadoopConf: SerializableHadoopCon
     released.byPartition.toSeq.sortBy(_._1).foreach { case ((t, p), ranges) =>
       ranges.ranges.foreach(r => text.append(s"released $t $p ${r.first} ${r.last}\n"))
     }
-    writeAtomically(new Path(batchDir(batch), ManifestName), text.toString, overwrite = true)
+    store.overwrite(new Path(batchDir(batch), ManifestName), text.toString)
   }
 
   /** The batch's decisions, or None when foreachBatch gave none. */
@@ -70,7 +72,7 @@ final class DecisionLog(checkpointDir: String, hadoopConf: SerializableHadoopCon
       inBatch.minus(TopicPartitionRanges.ofRecords(kept))
     }
 
-  def purgeBefore(batch: Long): Unit = CheckpointFiles.purgeBefore(fc, root, batch)
+  def purgeBefore(batch: Long): Unit = store.purgeBefore(root, batch)
 
   private def manifest(batch: Long): Option[(Seq[String], TopicPartitionRanges)] = {
     val path = new Path(batchDir(batch), ManifestName)
@@ -90,10 +92,7 @@ final class DecisionLog(checkpointDir: String, hadoopConf: SerializableHadoopCon
     }
   }
 
-  private def readText(path: Path): Option[String] = CheckpointFiles.read(fc, path)
-
-  private def writeAtomically(path: Path, text: String, overwrite: Boolean): Unit =
-    CheckpointFiles.writeAtomically(fc, path, text, overwrite)
+  private def readText(path: Path): Option[String] = store.read(path)
 }
 
 object DecisionLog {

@@ -1,6 +1,7 @@
 package io.github.kafkashare.spark.offsets
 
-import org.apache.hadoop.fs.{FileContext, Path}
+import io.github.kafkashare.spark.offsets.store.CheckpointStore
+import org.apache.hadoop.fs.Path
 
 /**
  * Empty files under the source's checkpoint directory by which the driver and the executors of one
@@ -19,32 +20,32 @@ import org.apache.hadoop.fs.{FileContext, Path}
  */
 final class SourceMarkers(checkpointDir: String, hadoopConf: SerializableHadoopConf) extends Serializable {
 
-  @transient private lazy val fc = FileContext.getFileContext(new Path(checkpointDir).toUri, hadoopConf.value)
+  @transient private lazy val store = CheckpointStore.of(new Path(checkpointDir), hadoopConf.value)
 
   private def acknowledgedRoot                         = new Path(checkpointDir, "acknowledged")
   private def stoppedFile                              = new Path(checkpointDir, "stopped")
   private def acknowledgedFile(batch: Long, task: Int) = new Path(new Path(acknowledgedRoot, batch.toString), task.toString)
 
   def markAcknowledged(batch: Long, task: Int): Unit =
-    CheckpointFiles.writeAtomically(fc, acknowledgedFile(batch, task), "", overwrite = true)
+    store.overwrite(acknowledgedFile(batch, task), "")
 
   def acknowledged(batch: Long, task: Int): Boolean = exists(acknowledgedFile(batch, task))
 
-  def purgeBefore(batch: Long): Unit = CheckpointFiles.purgeBefore(fc, acknowledgedRoot, batch)
+  def purgeBefore(batch: Long): Unit = store.purgeBefore(acknowledgedRoot, batch)
 
-  def markStopped(): Unit = CheckpointFiles.writeAtomically(fc, stoppedFile, "", overwrite = true)
+  def markStopped(): Unit = store.overwrite(stoppedFile, "")
 
-  def clearStopped(): Unit = CheckpointFiles.delete(fc, stoppedFile)
+  def clearStopped(): Unit = store.delete(stoppedFile)
 
   def stopped: Boolean = exists(stoppedFile)
 
   private def fetchedWhileIdleFile = new Path(checkpointDir, "fetched-while-idle")
 
-  def markFetchedWhileIdle(): Unit = CheckpointFiles.writeAtomically(fc, fetchedWhileIdleFile, "", overwrite = true)
+  def markFetchedWhileIdle(): Unit = store.overwrite(fetchedWhileIdleFile, "")
 
   /** Whether an executor said so since the last call (which clears it). */
-  def takeFetchedWhileIdle(): Boolean = exists(fetchedWhileIdleFile) && { CheckpointFiles.delete(fc, fetchedWhileIdleFile); true }
+  def takeFetchedWhileIdle(): Boolean = exists(fetchedWhileIdleFile) && { store.delete(fetchedWhileIdleFile); true }
 
   /** Whether any file of this query's checkpoint exists (Spark's commit log, for example). */
-  def exists(file: Path): Boolean = CheckpointFiles.read(fc, file).isDefined
+  def exists(file: Path): Boolean = store.exists(file)
 }

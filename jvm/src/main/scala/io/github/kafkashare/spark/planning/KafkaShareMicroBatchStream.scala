@@ -10,8 +10,10 @@ import io.github.kafkashare.spark.consumer.{ConsumerKey, ShareConsumerPool}
 import io.github.kafkashare.spark.errors.ShareSourceErrors
 import io.github.kafkashare.spark.metrics.QueryTotals
 import io.github.kafkashare.spark.offsets._
+import io.github.kafkashare.spark.offsets.store.{CheckpointStore, SparkCheckpointFileManager}
 import io.github.kafkashare.spark.options.{AcknowledgmentMode, ShareSourceOptions}
 import io.github.kafkashare.spark.reader.{KafkaShareInputPartition, KafkaShareReaderFactory}
+import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.Path
 import org.apache.spark.internal.Logging
 import org.apache.spark.sql.SparkSession
@@ -396,6 +398,17 @@ object KafkaShareMicroBatchStream extends Logging {
   /** How often group settings that may change while the query runs are read again. */
   val SettingsRereadNanos: Long = 60L * 1000 * 1000 * 1000
 
+  /**
+   * The Hadoop configuration for the source's checkpoint logs: the application's, with the SQL
+   * setting that picks Spark's CheckpointFileManager (Spark copies SQL settings into the
+   * configuration its own logs get; SparkContext's has only `spark.hadoop.*`).
+   */
+  def checkpointConf(spark: SparkSession): Configuration = {
+    val conf = new Configuration(spark.sparkContext.hadoopConfiguration)
+    spark.conf.getOption(SparkCheckpointFileManager.ClassConf).foreach(conf.set(SparkCheckpointFileManager.ClassConf, _))
+    conf
+  }
+
   /** Checks the cluster, prepares the group, and builds the stream. */
   def start(options: ShareSourceOptions, checkpointDir: String, spark: SparkSession): KafkaShareMicroBatchStream = {
     val cluster = new ClusterAccess(options)
@@ -410,9 +423,12 @@ object KafkaShareMicroBatchStream extends Logging {
       cluster.groupMaxSize().filter(parallelism > _).foreach { max =>
         throw ShareSourceErrors.parallelismAboveGroupSize(parallelism, max, options.groupId)
       }
-      val hadoopConf = new SerializableHadoopConf(spark.sparkContext.hadoopConfiguration)
+      val hadoopConf = new SerializableHadoopConf(KafkaShareMicroBatchStream.checkpointConf(spark))
+      val store      = CheckpointStore.of(new Path(checkpointDir), hadoopConf.value)
+      if (!store.createIfAbsentAtomic) logWarning(ShareSourceErrors.checkpointStoreNotAtomic(checkpointDir, store.createIfAbsentBy))
       logInfo(s"kafka-share: group '${options.groupId}', ${KafkaShareTable.describe(options.subscription)}, " +
         s"strategy ${options.strategy.name}, $parallelism consumers per batch, lock duration $lockDurationMs ms, " +
+        s"checkpoint logs written by ${store.createIfAbsentBy}, " +
         s"delivery count limit ${deliveryLimit.getOrElse("- (none that loses records)")}" +
         options.poison.fold("")(p =>
           s", records delivered more than ${p.maxDeliveries} times rejected" +

@@ -1,7 +1,8 @@
 package io.github.kafkashare.spark.planning
 
-import io.github.kafkashare.spark.offsets.{CheckpointFiles, SerializableHadoopConf}
-import org.apache.hadoop.fs.{FileContext, Path}
+import io.github.kafkashare.spark.offsets.SerializableHadoopConf
+import io.github.kafkashare.spark.offsets.store.CheckpointStore
+import org.apache.hadoop.fs.Path
 import org.apache.spark.sql.SparkSession
 
 /**
@@ -20,10 +21,8 @@ import org.apache.spark.sql.SparkSession
  */
 final class SparkBatchIds(offsetLogDir: Path, hadoopConf: SerializableHadoopConf) {
 
-  private val afterOffsetLog: Long = {
-    val fc = FileContext.getFileContext(offsetLogDir.toUri, hadoopConf.value)
-    CheckpointFiles.list(fc, offsetLogDir).flatMap(_.toLongOption).maxOption.fold(0L)(_ + 1)
-  }
+  private val afterOffsetLog: Long =
+    CheckpointStore.of(offsetLogDir, hadoopConf.value).list(offsetLogDir).flatMap(_.toLongOption).maxOption.fold(0L)(_ + 1)
   private val inherited = ranByThisThread
   private var trusted   = false
   private var lastGiven = -1L

@@ -10,9 +10,12 @@ import org.apache.hadoop.fs.{DelegateToFileSystem, FileStatus, Path, RawLocalFil
 /**
  * The local disk under the scheme `slowfs:`, whose next listing of a matching folder can be made to
  * take a while ([[SlowListings]]): a checkpoint on a slow store, for steps that must not outlast a lock.
- * Registered in SharedSpark for Hadoop's FileSystem and FileContext APIs (Spark uses both).
+ * Registered in SharedSpark for Hadoop's FileSystem and FileContext APIs (Spark uses both). It counts
+ * its instances ([[SlowLocalFileSystem.made]]).
  */
 final class SlowLocalFileSystem extends RawLocalFileSystem {
+  SlowLocalFileSystem.made.incrementAndGet()
+
   override def getUri: URI       = SlowLocalFileSystem.Uri
   override def getScheme: String = SlowLocalFileSystem.Scheme
   override def listStatus(folder: Path): Array[FileStatus] = {
@@ -24,6 +27,12 @@ final class SlowLocalFileSystem extends RawLocalFileSystem {
 object SlowLocalFileSystem {
   val Scheme = "slowfs"
   val Uri    = URI.create(s"$Scheme:///")
+
+  /**
+   * Instances made in this JVM. On S3A or ABFS each instance builds thread and connection pools that
+   * are never given back, so a checkpoint store must not make one per task or per check.
+   */
+  val made = new java.util.concurrent.atomic.AtomicInteger()
 }
 
 /** The FileContext side of [[SlowLocalFileSystem]]. */

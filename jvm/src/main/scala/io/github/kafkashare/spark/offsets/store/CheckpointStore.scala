@@ -1,0 +1,64 @@
+package io.github.kafkashare.spark.offsets.store
+
+import java.util.concurrent.ConcurrentHashMap
+
+import org.apache.hadoop.conf.Configuration
+import org.apache.hadoop.fs.Path
+
+/**
+ * How the source's checkpoint logs (acquisitions, decisions, markers) touch files: small text files
+ * in one folder per batch, each written whole or not at all.
+ *
+ * One store per file system (scheme and authority: `file:`, one HDFS cluster, one bucket) and JVM,
+ * made on first use and kept: a store holds a Hadoop file system, and on object stores (S3A, ABFS)
+ * each new one builds thread and connection pools that are never given back. Read tasks, commit
+ * watchers and the driver all share it.
+ */
+trait CheckpointStore {
+
+  /** The file's text, or None when it does not exist. */
+  def read(path: Path): Option[String]
+
+  def exists(path: Path): Boolean
+
+  /** The names in a folder, or none when it does not exist. */
+  def list(dir: Path): Seq[String]
+
+  /**
+   * Writes `text` to `path` unless a file is there, as ONE atomic step: of several writers racing for
+   * one name (two attempts of a task), exactly one succeeds. Returns None when this call wrote the
+   * file, or the text of the file that was there. A caller that finds its own text there (a write
+   * retried after a lost answer) wrote it.
+   */
+  def createIfAbsent(path: Path, text: String): Option[String]
+
+  /** Writes `text` to `path`, replacing a file that is there; a reader sees the old file or the new one. */
+  def overwrite(path: Path, text: String): Unit
+
+  /** Deletes a file if it exists. */
+  def delete(path: Path): Unit
+
+  /** Deletes the folders of batches before `batch` under `root` (Spark will never re-run them). */
+  def purgeBefore(root: Path, batch: Long): Unit
+
+  /** Whether [[createIfAbsent]] is one atomic step on this store (else the driver warns at start). */
+  def createIfAbsentAtomic: Boolean
+
+  /** How this store makes [[createIfAbsent]] atomic, for the log. */
+  def createIfAbsentBy: String
+}
+
+object CheckpointStore {
+
+  private val stores = new ConcurrentHashMap[String, CheckpointStore]()
+
+  /** The store of the file system `path` is on; the configuration is read when it is made. */
+  def of(path: Path, conf: Configuration): CheckpointStore = {
+    val uri = path.getFileSystem(conf).makeQualified(path).toUri
+    val key = s"${uri.getScheme}://${Option(uri.getAuthority).getOrElse("")} ${conf.get(SparkCheckpointFileManager.ClassConf, "")}"
+    stores.computeIfAbsent(key, _ => if (uri.getScheme == "file") LocalCheckpointStore else HadoopCheckpointStore(path, conf))
+  }
+
+  /** Stores made in this JVM so far, for tests that check none is made per batch. */
+  def made: Int = stores.size
+}

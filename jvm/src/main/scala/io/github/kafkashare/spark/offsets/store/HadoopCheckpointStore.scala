@@ -1,0 +1,101 @@
+package io.github.kafkashare.spark.offsets.store
+
+import java.io.{FileNotFoundException, IOException}
+import java.nio.charset.StandardCharsets.UTF_8
+
+import org.apache.hadoop.conf.Configuration
+import org.apache.hadoop.fs.{FileSystem, Path}
+
+/**
+ * Every file system but the local one (HDFS, S3A, ABFS, GCS, DBFS...), through Spark's
+ * CheckpointFileManager: the manager Spark's own checkpoint logs use, so that a vendor's manager
+ * (`spark.sql.streaming.checkpointFileManagerClass`) applies to the source's logs too.
+ *
+ * [[createIfAbsent]] must let one of two racing writers win. The manager writes a temporary file and
+ * renames it without overwrite: one atomic step on HDFS and ABFS with a hierarchical namespace, but on
+ * S3 and GCS a rename is a check followed by a copy, and two writers can both pass the check. Where
+ * the file system offers a conditional write (S3A on Hadoop 3.4.2 and later: a PUT with
+ * `If-None-Match: *`, which the store itself refuses when the object exists), that is used instead.
+ * Where neither holds, [[createIfAbsentAtomic]] is false and the driver warns at start
+ * (docs/architecture/checkpoints.md).
+ */
+final class HadoopCheckpointStore private (manager: SparkCheckpointFileManager, fs: FileSystem, conditional: Boolean)
+    extends CheckpointStore {
+
+  def read(path: Path): Option[String] =
+    try {
+      val in = manager.open(path)
+      try Some(new String(in.readAllBytes(), UTF_8))
+      finally in.close()
+    } catch { case _: FileNotFoundException => None }
+
+  def exists(path: Path): Boolean = manager.exists(path)
+
+  def list(dir: Path): Seq[String] =
+    try manager.list(dir).toSeq.map(_.getPath.getName)
+    catch { case _: FileNotFoundException => Nil }
+
+  def createIfAbsent(path: Path, text: String): Option[String] = {
+    val bytes = text.getBytes(UTF_8)
+    try {
+      if (conditional) {
+        val out = fs.createFile(path).overwrite(false).must(HadoopCheckpointStore.ConditionalOverwrite, true).recursive().build()
+        try out.write(bytes)
+        finally out.close() // the PUT, refused by the store when the object exists
+      } else {
+        val out = createAtomic(path, overwrite = false)
+        try out.write(bytes)
+        catch { case e: Throwable => manager.cancel(out); throw e }
+        out.close() // the rename, refused when the file exists
+      }
+      None
+    } catch {
+      // Stores word "it exists" differently (FileAlreadyExistsException, a 412 as an IOException): what
+      // is there decides. Nothing there means the write failed for another reason.
+      case e: IOException => Some(read(path).getOrElse(throw e))
+    }
+  }
+
+  def overwrite(path: Path, text: String): Unit = {
+    val out = createAtomic(path, overwrite = true)
+    try out.write(text.getBytes(UTF_8))
+    catch { case e: Throwable => manager.cancel(out); throw e }
+    out.close()
+  }
+
+  def delete(path: Path): Unit = manager.delete(path)
+
+  // The manager writes the temporary file beside the final one, into a folder that must exist (a
+  // batch's first file makes it): made on demand, not checked before every write.
+  private def createAtomic(path: Path, overwrite: Boolean) =
+    try manager.createAtomic(path, overwrite)
+    catch {
+      case _: FileNotFoundException =>
+        manager.mkdirs(path.getParent)
+        manager.createAtomic(path, overwrite)
+    }
+
+  def purgeBefore(root: Path, batch: Long): Unit =
+    list(root).filter(_.toLongOption.exists(_ < batch)).foreach(name => manager.delete(new Path(root, name)))
+
+  def createIfAbsentAtomic: Boolean = conditional || !HadoopCheckpointStore.RenameIsCopy(fs.getScheme)
+
+  def createIfAbsentBy: String =
+    if (conditional) s"a conditional write (${fs.getScheme}: the store refuses to replace an object)"
+    else s"a rename without overwrite (${manager.name} on ${fs.getScheme}:)"
+}
+
+object HadoopCheckpointStore {
+
+  /** Hadoop's createFile option for a write that fails when the object exists (Hadoop 3.4.2, S3A). */
+  val ConditionalOverwrite = "fs.option.create.conditional.overwrite"
+
+  /** Object stores whose rename is a check followed by a copy. */
+  private val RenameIsCopy = Set("s3", "s3a", "s3n", "gs", "oss", "cos", "cosn", "obs", "wasb", "wasbs")
+
+  def apply(path: Path, conf: Configuration): HadoopCheckpointStore = {
+    val fs          = path.getFileSystem(conf)
+    val conditional = fs.hasPathCapability(path, ConditionalOverwrite)
+    new HadoopCheckpointStore(SparkCheckpointFileManager.create(path, conf), fs, conditional)
+  }
+}
