@@ -15,6 +15,8 @@ PKG     := python/src/spark_kafka_share
 WHEEL   := dist/spark_kafka_share-$(project.version)-py3-none-any.whl
 HARNESS := target/harness.classpath
 DELTA_JARS := target/delta/classpath
+# Hadoop's S3A and the AWS SDK modules it uses, for the checkpoint-on-S3 tests (tests/python/object_store.py).
+S3_JARS    := target/s3/jars
 # A Maven repository holding the connector (jar, sources, pom), for `spark-submit --packages` tests.
 MAVEN_REPO := target/maven-repo/io/github/kafkashare/spark-kafka-share_2.13/$(project.version)
 
@@ -42,11 +44,11 @@ timed-%:
 		exit $$status
 
 test-jvm:
-	$(SBT) fetchScalafmt connector/test connector/assembly connector/publish harness/exportHarnessClasspath harness/fetchBenchTools integration/test
+	$(SBT) fetchScalafmt connector/test connector/assembly connector/publish harness/exportHarnessClasspath harness/fetchBenchTools harness/fetchS3Jars integration/test
 	@touch $(MAVEN_REPO)
 
 # Two workers: most of a Spark test's time is spent waiting (JVM start, batches, lock expiry).
-test-python: $(VENV)/installed-wheel target/bench/tools.classpath $(MAVEN_REPO) typecheck lint
+test-python: $(VENV)/installed-wheel target/bench/tools.classpath $(S3_JARS) $(MAVEN_REPO) typecheck lint
 	$(PY) -m pytest -n 2 --dist loadgroup --durations=20 tests/python --ignore=tests/python/test_delta_sink.py
 
 # Throughput against Kafka's share consumer tool and Spark's own Kafka source (docs/performance.md).
@@ -101,6 +103,9 @@ chaos: $(VENV)/installed-wheel target/bench/tools.classpath
 # executors each minute (docs/reliability.md). Parameters: make longrun LONGRUN_ARGS="--minutes 20 --rate 500"
 longrun: $(VENV)/installed-wheel target/bench/tools.classpath
 	cd tests/python && ../../$(PY) longrun.py $(LONGRUN_ARGS)
+
+$(S3_JARS): $(HARNESS_SOURCES)
+	$(SBT) harness/fetchS3Jars
 
 # Kafka's command-line tools (kafka-tools): the bench's ShareConsumerPerformance, F9's console share consumer.
 target/bench/tools.classpath: $(HARNESS_SOURCES)
@@ -167,7 +172,7 @@ $(VENV)/installed-tools: versions.properties
 	$(PY) -m pip install --quiet pyspark==$(pyspark) pytest==$(pytest) pytest-xdist==$(pytest-xdist) mypy==$(mypy) ruff==$(ruff) build==$(build) \
 		setuptools==$(setuptools) twine==$(twine) pandas==$(pandas) pyarrow==$(pyarrow) grpcio==$(grpcio) \
 		grpcio-status==$(grpcio-status) googleapis-common-protos==$(googleapis-common-protos) zstandard==$(zstandard) \
-		matplotlib==$(matplotlib)
+		matplotlib==$(matplotlib) 'moto[server]==$(moto)'
 	@touch $@
 
 clean:

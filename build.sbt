@@ -101,6 +101,9 @@ val fetchBrokers = taskKey[Seq[File]](
 val fetchBenchTools = taskKey[File](
   "Resolves kafka-tools (ShareConsumerPerformance) of the newest test broker and writes target/bench/tools.classpath"
 )
+val fetchS3Jars = taskKey[File](
+  "Resolves Hadoop's S3A (hadoop-aws and the AWS SDK modules it uses) and writes target/s3/jars for the object-store tests"
+)
 val exportHarnessClasspath = taskKey[File](
   "Writes the harness class path to target/harness.classpath for the Makefile and the Python tests"
 )
@@ -153,6 +156,29 @@ lazy val harness = project
       }
       val unique = jars.groupBy(_.getName.replaceAll("-[0-9][^-]*\\.jar$", "")).values.map(_.maxBy(_.getName))
       IO.write(out, unique.map(_.getAbsolutePath).toSeq.sorted.mkString(java.io.File.pathSeparator))
+      out
+    },
+    // S3A for tests/python/test_object_store.py, on pyspark's own Hadoop (hadoop-client-api and -runtime):
+    // hadoop-aws without its Hadoop dependencies and without the AWS SDK's 600 MB bundle jar, which it
+    // names as its SDK; the SDK modules S3A calls instead. Netty comes with Spark.
+    fetchS3Jars := {
+      val out        = buildOut.value / "s3" / "jars"
+      val sdk        = pin("aws-sdk")
+      val hadoopDeps = Seq("org.apache.hadoop", "software.amazon.awssdk", "io.netty")
+      val modules = Seq(
+        hadoopDeps.foldLeft("org.apache.hadoop" % "hadoop-aws" % pin("hadoop-aws"))((m, org) => m.excludeAll(ExclusionRule(org))),
+        ("software.amazon.awssdk" % "s3"                  % sdk).excludeAll(ExclusionRule("io.netty")),
+        ("software.amazon.awssdk" % "s3-transfer-manager" % sdk).excludeAll(ExclusionRule("io.netty")),
+        ("software.amazon.awssdk" % "sts"                 % sdk).excludeAll(ExclusionRule("io.netty"))
+      ).map(_.excludeAll(providedBySpark: _*))
+      val jars = modules.flatMap { m =>
+        dependencyResolution.value.retrieve(m, scalaModuleInfo = None, buildOut.value / "s3" / "retrieved", streams.value.log) match {
+          case Left(warning) => throw warning.resolveException
+          case Right(files)  => files.filter(_.getName.endsWith(".jar"))
+        }
+      }
+      val unique = jars.groupBy(_.getName.replaceAll("-[0-9][^-]*\\.jar$", "")).values.map(_.maxBy(_.getName))
+      IO.write(out, unique.map(_.getAbsolutePath).toSeq.sorted.mkString(","))
       out
     },
     exportHarnessClasspath := {

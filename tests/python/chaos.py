@@ -90,9 +90,12 @@ def run_cell(
     seed: int,
     records: int = 4000,
     group_timing: dict[str, str] | None = None,
+    checkpoint: str | None = None,
+    spark_conf: dict[str, str] | None = None,
 ) -> Cell:
     """One failure against one strategy; `work` is an empty directory for the checkpoint and the sink.
-    `group_timing`: the group's heartbeat and session settings (by default the broker's, as in production)."""
+    `group_timing`: the group's heartbeat and session settings (by default the broker's, as in production).
+    `checkpoint`: a URI on another store (s3a://...) instead of work/checkpoint, with `spark_conf` to reach it."""
     rng = random.Random(f"{seed}/{failure}/{strategy}")
     name = f"chaos-{failure}-{strategy}-{uuid.uuid4().hex[:6]}".lower()
     topic, group = name, f"{name}-group"
@@ -123,7 +126,8 @@ def run_cell(
         "group": group,
         "strategy": strategy,
         "parallelism": 2,
-        "checkpoint": str(work / "checkpoint"),
+        "checkpoint": checkpoint or str(work / "checkpoint"),
+        "spark_conf": spark_conf or {},
         "sink": str(work / "sink"),
         "marker": str(work / "injected"),
         "expected": records,
@@ -172,7 +176,8 @@ def run_cell(
     if mismatch.exists():
         raise AssertionError(f"{failure}/{strategy}: two reads of one batch differed: {mismatch.read_text()}")
     rows, distinct = int(result["rows"]), int(result["distinct"])
-    return Cell(failure, strategy, records, rows, records - distinct, rows - distinct, _seconds_to_recover(work), where)
+    recover_s = None if checkpoint else _seconds_to_recover(work)
+    return Cell(failure, strategy, records, rows, records - distinct, rows - distinct, recover_s, where)
 
 
 def _seconds_to_recover(work: Path) -> float | None:

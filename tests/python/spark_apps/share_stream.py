@@ -17,7 +17,8 @@ Spark the moment the query ends, as a job that ends with it does, and count the 
 Spark), watermark (a watermarked stateful query instead: each event-time window's record keys
 collected in state, written in update mode; Spark runs no-data batches and restores state on a
 replay), delta (foreachBatch appends to a Delta table, idempotent through txnAppId/txnVersion;
-delta_jars: the Delta jars, comma-separated). Failure F4r
+delta_jars: the Delta jars, comma-separated), spark_conf (more Spark settings: a checkpoint on S3 gives
+the S3A jars and settings; checkpoint is then an s3a:// URI). Failure F4r
 kills the driver inject_after_s seconds after the first committed batch, at whatever it is doing.
 
 The sink writes batch N to <sink>/batch=N with mode overwrite, so a re-run batch replaces itself:
@@ -50,6 +51,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from harness import harness  # noqa: E402  (tests/python, for F6 and promise 7)
 
 builder = SparkSession.builder
+for key, value in (config.get("spark_conf") or {}).items():
+    builder = builder.config(key, value)
 if config.get("delta"):
     builder = (
         builder.config("spark.jars", config["delta_jars"])
@@ -214,6 +217,14 @@ def last_sink_batch() -> int:
 
 
 def committed_batches() -> int:
+    if "://" in config["checkpoint"]:  # on a remote store: through Hadoop, as Spark reads it
+        jvm = spark._jvm
+        assert jvm is not None
+        commits_dir = jvm.org.apache.hadoop.fs.Path(config["checkpoint"] + "/commits")
+        fs = commits_dir.getFileSystem(spark._jsc.hadoopConfiguration())
+        if not fs.exists(commits_dir):
+            return 0
+        return len([f for f in fs.listStatus(commits_dir) if f.getPath().getName().isdigit()])
     commits = Path(config["checkpoint"], "commits")
     return len([f for f in commits.iterdir() if f.name.isdigit()]) if commits.exists() else 0
 

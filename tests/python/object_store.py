@@ -1,0 +1,87 @@
+"""An S3 server on loopback for checkpoint tests: moto's server (the real S3 protocol, from PyPI), reached by
+Spark through Hadoop's S3A (hadoop-aws and the AWS SDK, target/s3/jars, fetched by `make test`)."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from harness import ROOT
+
+S3_JARS = ROOT / "target" / "s3" / "jars"
+ACCESS_KEY = "testing"  # moto takes any key; the S3A settings name the same
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@contextmanager
+def s3_server(log: Path) -> Iterator[str]:
+    """Starts moto's S3 server; yields its endpoint (http://127.0.0.1:<port>)."""
+    port = _free_port()
+    with log.open("w") as out:
+        server = subprocess.Popen(
+            [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)], stdout=out, stderr=subprocess.STDOUT
+        )
+    try:
+        deadline = time.time() + 60
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                if server.poll() is not None or time.time() > deadline:
+                    raise AssertionError(f"moto's S3 server did not start: {log.read_text()[-3000:]}") from None
+                time.sleep(0.2)
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+
+
+def _client(endpoint: str) -> Any:
+    import boto3  # type: ignore[import-untyped]  # moto[server] brings it; it has no type stubs
+
+    return boto3.client(
+        "s3", endpoint_url=endpoint, aws_access_key_id=ACCESS_KEY, aws_secret_access_key=ACCESS_KEY, region_name="us-east-1"
+    )
+
+
+def create_bucket(endpoint: str) -> str:
+    """A new bucket on the server; returns its name."""
+    name = f"checkpoints-{uuid.uuid4().hex[:8]}"
+    _client(endpoint).create_bucket(Bucket=name)
+    return name
+
+
+def keys(endpoint: str, bucket: str, prefix: str) -> list[str]:
+    """The keys under `prefix` in the bucket (up to 1000)."""
+    listed = _client(endpoint).list_objects_v2(Bucket=bucket, Prefix=prefix)
+    return [str(o["Key"]) for o in listed.get("Contents", [])]
+
+
+def s3a_spark_conf(endpoint: str) -> dict[str, str]:
+    """Spark settings that put S3A on the class path and point it at the server."""
+    jars = S3_JARS.read_text().strip()
+    return {
+        "spark.jars": jars,
+        "spark.hadoop.fs.s3a.endpoint": endpoint,
+        "spark.hadoop.fs.s3a.endpoint.region": "us-east-1",
+        "spark.hadoop.fs.s3a.path.style.access": "true",
+        "spark.hadoop.fs.s3a.connection.ssl.enabled": "false",
+        "spark.hadoop.fs.s3a.aws.credentials.provider": "org.apache.hadoop.fs.s3a.SimpleAWSCredentialsProvider",
+        "spark.hadoop.fs.s3a.access.key": ACCESS_KEY,
+        "spark.hadoop.fs.s3a.secret.key": ACCESS_KEY,
+        "spark.hadoop.fs.s3a.attempts.maximum": "3",
+        "spark.hadoop.fs.s3a.retry.limit": "3",
+    }

@@ -1,0 +1,65 @@
+"""Checkpoints on an object store: S3, served by moto on loopback and reached through Hadoop's S3A.
+
+On S3 a rename is a check followed by a copy, so the rename-without-overwrite that publishes a log file
+elsewhere lets two writers both win. The source writes its logs there with S3's conditional write
+(If-None-Match: *) instead (docs/architecture/checkpoints.md). These tests race writers for the same files
+on the real S3 protocol, and crash a driver whose checkpoint is in the bucket.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from object_store import create_bucket, keys, s3_server, s3a_spark_conf
+from test_delivery import SEED, check
+
+from chaos import run_cell
+from harness import TEST_GROUP_TIMING, Broker, broker_versions
+from spark_runs import run_spark
+
+NEWEST = broker_versions()[-1]
+
+
+@pytest.fixture(scope="module")
+def s3(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    with s3_server(tmp_path_factory.mktemp("s3") / "moto.log") as endpoint:
+        yield endpoint
+
+
+def test_two_writers_of_one_log_file_never_both_win_on_s3(s3: str) -> None:
+    """Two attempts of a task pinning the same part: exactly one is told it wrote the file, and the file is
+    its. (With fs.s3a.create.conditional.enabled=false the store falls back to the rename, and both win.)"""
+    bucket = create_bucket(s3)
+    config = {"dir": f"s3a://{bucket}/race", "files": 40, "spark_conf": s3a_spark_conf(s3)}
+    result = run_spark("store_race.py", json.dumps(config))
+    assert result["atomic"], result["by"]
+    assert "conditional write" in result["by"], result["by"]
+    winners = [f["winners"] for f in result["files"]]
+    assert winners == [1] * len(winners), f"writers told they wrote each file: {winners}"
+    assert all(f["holds_winner"] for f in result["files"]), result["files"]
+
+
+@pytest.mark.parametrize("broker", [NEWEST], indirect=True, ids=[f"kafka-{NEWEST}"])
+@pytest.mark.parametrize("strategy", ["checkpoint-dedup", "two-phase-commit"])
+def test_driver_crash_with_the_checkpoint_on_s3_loses_nothing(broker: Broker, s3: str, tmp_path: Path, strategy: str) -> None:
+    """F4 (the driver killed after offset log N, before the sink has N; restart) with every checkpoint file,
+    Spark's and the source's, in the bucket."""
+    bucket = create_bucket(s3)
+    cell = run_cell(
+        broker,
+        tmp_path,
+        "F4",
+        strategy,
+        SEED,
+        records=2000,
+        group_timing=TEST_GROUP_TIMING,
+        checkpoint=f"s3a://{bucket}/checkpoint",
+        spark_conf=s3a_spark_conf(s3),
+    )
+    check(cell)
+    # The files were in the bucket, Spark's and the source's: the cell did not run on a local checkpoint.
+    assert keys(s3, bucket, "checkpoint/commits/"), "no commit log in the bucket"
+    assert keys(s3, bucket, "checkpoint/sources/0/acquisitions/"), "no acquisition log in the bucket"
