@@ -1,8 +1,10 @@
-"""Races two writers for each of many checkpoint log files on one store, as two attempts of one read task
-pinning the same part do, through the source's own CheckpointStore. Prints one JSON line: per file, how
-many writers were told they wrote it, and whether the file holds the winner's text.
+"""Races two attempts of each of many read tasks to pin part 0 of one batch, through the source's own
+AcquisitionLog on the store that `dir` is on. The two attempts pin different records (the broker never
+gives one record to two consumers at once). Prints one JSON line: per task, how many attempts were told the
+part is theirs, and whether the log holds the records of the one that was told so.
 
-Usage: store_race.py '<json config>'   keys: dir (a folder URI), files, spark_conf (settings to reach the store)
+Usage: store_race.py '<json config>'   keys: dir (the source's checkpoint folder, a URI), tasks, spark_conf
+(settings to reach the store)
 """
 
 import json
@@ -21,28 +23,30 @@ spark = spark_kafka_share.configure(builder).getOrCreate()
 jvm = spark._jvm
 assert jvm is not None
 conf = spark._jsc.hadoopConfiguration()
-folder = jvm.org.apache.hadoop.fs.Path(config["dir"])
-store = jvm.io.github.kafkashare.spark.offsets.store.CheckpointStore.of(folder, conf)
+offsets = jvm.io.github.kafkashare.spark.offsets
+log = offsets.AcquisitionLog(config["dir"], offsets.SerializableHadoopConf(conf))
+store = offsets.store.CheckpointStore.of(jvm.org.apache.hadoop.fs.Path(config["dir"]), conf)
 
 
-def write(path: object, text: str, start: threading.Barrier, won: list[str]) -> None:
+def pin(task: int, first: int, start: threading.Barrier, won: list[int]) -> None:
+    """One attempt of `task` pins records first..first+99 of partition 0 as the task's part 0 of batch 0."""
+    entry = offsets.AcquisitionEntry.parse(f"kafka-share acquisitions v1\norders 0 {first}-{first + 99}:1\n", "race")
     start.wait()
-    if store.createIfAbsent(path, text).isEmpty():  # None: this writer put the file there
-        won.append(text)
+    if log.writeIfAbsent(0, task, entry, 0)._2():  # told that the part is its own
+        won.append(first)
 
 
-files: list[dict[str, object]] = []
-for i in range(int(config["files"])):
-    path = jvm.org.apache.hadoop.fs.Path(folder, str(i))
+tasks: list[dict[str, object]] = []
+for task in range(int(config["tasks"])):
     start = threading.Barrier(2)
-    won: list[str] = []
-    writers = [threading.Thread(target=write, args=(path, f"attempt {w} of file {i}", start, won)) for w in ("a", "b")]
-    for t in writers:
+    won: list[int] = []
+    attempts = [threading.Thread(target=pin, args=(task, first, start, won)) for first in (task * 1000, task * 1000 + 500)]
+    for t in attempts:
         t.start()
-    for t in writers:
+    for t in attempts:
         t.join()
-    there = store.read(path).get()
-    files.append({"winners": len(won), "holds_winner": won == [there]})
+    logged = log.read(0, task, 0).get().runs().head().first()
+    tasks.append({"winners": len(won), "holds_winner": won == [logged]})
 
-print(json.dumps({"atomic": store.createIfAbsentAtomic(), "by": store.createIfAbsentBy(), "files": files}))
+print(json.dumps({"atomic": store.createIfAbsentAtomic(), "by": store.createIfAbsentBy(), "tasks": tasks}))
 spark.stop()
