@@ -48,24 +48,24 @@ test-jvm:
 	@touch $(MAVEN_REPO)
 
 # Two workers: most of a Spark test's time is spent waiting (JVM start, batches, lock expiry).
-test-python: $(VENV)/installed-wheel target/bench/tools.classpath $(S3_JARS) $(MAVEN_REPO) typecheck lint
+test-python: $(VENV)/installed-wheel $(VENV)/installed-tools target/bench/tools.classpath $(S3_JARS) $(MAVEN_REPO) typecheck lint
 	$(PY) -m pytest -n 2 --dist loadgroup --durations=20 tests/python --ignore=tests/python/test_delta_sink.py
 
 # Throughput against Kafka's share consumer tool and Spark's own Kafka source (docs/performance.md).
 # Parameters: make bench BENCH_ARGS="--records 500000 --partitions 4 --parallelism 4"
-bench: $(VENV)/installed-wheel target/bench/tools.classpath
+bench: $(VENV)/installed-wheel $(VENV)/installed-tools target/bench/tools.classpath
 	$(PY) tests/bench/bench.py $(BENCH_ARGS)
 
 # Parallelism past the partition count, with 1 ms of blocking work per record: make bench-scaling SCALING_ARGS="--records 30000"
-bench-scaling: $(VENV)/installed-wheel target/bench/tools.classpath
+bench-scaling: $(VENV)/installed-wheel $(VENV)/installed-tools target/bench/tools.classpath
 	$(PY) tests/bench/scaling.py $(SCALING_ARGS)
 
 # p50/p99 from a record's timestamp to its batch's commit at a steady rate: make bench-latency LATENCY_ARGS="--rate 5000"
-bench-latency: $(VENV)/installed-wheel target/bench/tools.classpath
+bench-latency: $(VENV)/installed-wheel $(VENV)/installed-tools target/bench/tools.classpath
 	$(PY) tests/bench/latency.py $(LATENCY_ARGS)
 
 # Checkpoint bytes, consumers created and heap per batch in steady state: make bench-cost COST_ARGS="--batches 20"
-bench-cost: $(VENV)/installed-wheel target/bench/tools.classpath
+bench-cost: $(VENV)/installed-wheel $(VENV)/installed-tools target/bench/tools.classpath
 	$(PY) tests/bench/cost.py $(COST_ARGS)
 
 # The jar on the oldest Spark it supports (pyspark.oldest), in a virtualenv of its own: the provider on
@@ -91,17 +91,17 @@ $(VENV_OLDEST)/installed-wheel: $(WHEEL) $(HARNESS) versions.properties
 	@touch $@
 
 # What a healthy stream's metrics look like, from a real run: docs/images/healthy-stream.png (docs/observability.md).
-metrics-picture: $(VENV)/installed-wheel
+metrics-picture: $(VENV)/installed-wheel $(VENV)/installed-tools
 	$(PY) tests/bench/healthy_stream.py $(PICTURE_ARGS)
 
 # The failure suite: F1 to F11 x every strategy, and a 3-node cluster losing a node (docs/reliability.md).
 # Parameters: make chaos CHAOS_ARGS="--seed 42 --records 4000 --failures F3,F6 --strategies checkpoint-dedup"
-chaos: $(VENV)/installed-wheel target/bench/tools.classpath
+chaos: $(VENV)/installed-wheel $(VENV)/installed-tools target/bench/tools.classpath
 	cd tests/python && ../../$(PY) chaos.py --cluster $(CHAOS_ARGS)
 
 # The long run: a steady produce rate for 12 minutes, a failure every minute, live heap of driver and
 # executors each minute (docs/reliability.md). Parameters: make longrun LONGRUN_ARGS="--minutes 20 --rate 500"
-longrun: $(VENV)/installed-wheel target/bench/tools.classpath
+longrun: $(VENV)/installed-wheel $(VENV)/installed-tools target/bench/tools.classpath
 	cd tests/python && ../../$(PY) longrun.py $(LONGRUN_ARGS)
 
 $(S3_JARS): $(HARNESS_SOURCES)
@@ -112,7 +112,7 @@ target/bench/tools.classpath: $(HARNESS_SOURCES)
 	$(SBT) harness/fetchBenchTools
 
 # Types of the package, the tests, the benchmarks and the demo (tests/mypy.ini: as strict as the package).
-typecheck: $(VENV)/installed-wheel
+typecheck: $(VENV)/installed-wheel $(VENV)/installed-tools
 	$(PY) -m mypy --strict python/src/spark_kafka_share
 	cd tests/python && ../../$(PY) -m mypy --config-file ../mypy.ini .
 	cd tests/bench && MYPYPATH=../python ../../$(PY) -m mypy --config-file ../mypy.ini .
@@ -156,7 +156,7 @@ $(HARNESS): $(HARNESS_SOURCES)
 	$(SBT) harness/exportHarnessClasspath
 
 # The wheel carries the jar and the project version, both generated here (ignored by git).
-$(WHEEL): $(JAR) $(PY_SOURCES) $(VENV)/installed-tools
+$(WHEEL): $(JAR) $(PY_SOURCES) $(VENV)/installed-runtime
 	rm -rf $(PKG)/jars dist python/build
 	mkdir -p $(PKG)/jars
 	cp $(JAR) $(PKG)/jars/
@@ -167,10 +167,16 @@ $(VENV)/installed-wheel: $(WHEEL) $(HARNESS)
 	$(PY) -m pip install --quiet --force-reinstall --no-deps $(WHEEL)
 	@touch $@
 
-$(VENV)/installed-tools: versions.properties
+# What the demo needs (pyspark, and the tools that build the wheel); the test, lint and benchmark tools
+# come on top, only for the targets that use them.
+$(VENV)/installed-runtime: versions.properties
 	python3 -m venv $(VENV)
-	$(PY) -m pip install --quiet pyspark==$(pyspark) pytest==$(pytest) pytest-xdist==$(pytest-xdist) mypy==$(mypy) ruff==$(ruff) build==$(build) \
-		setuptools==$(setuptools) twine==$(twine) pandas==$(pandas) pyarrow==$(pyarrow) grpcio==$(grpcio) \
+	$(PY) -m pip install --quiet pyspark==$(pyspark) build==$(build) setuptools==$(setuptools)
+	@touch $@
+
+$(VENV)/installed-tools: $(VENV)/installed-runtime
+	$(PY) -m pip install --quiet pytest==$(pytest) pytest-xdist==$(pytest-xdist) mypy==$(mypy) ruff==$(ruff) \
+		twine==$(twine) pandas==$(pandas) pyarrow==$(pyarrow) grpcio==$(grpcio) \
 		grpcio-status==$(grpcio-status) googleapis-common-protos==$(googleapis-common-protos) zstandard==$(zstandard) \
 		matplotlib==$(matplotlib) 'moto[server]==$(moto)'
 	@touch $@

@@ -43,6 +43,16 @@ def test_two_attempts_of_a_task_never_both_pin_the_same_part_on_s3(s3: str) -> N
     assert all(t["holds_winner"] for t in result["tasks"]), result["tasks"]
 
 
+def test_without_the_conditional_write_the_store_says_it_is_not_atomic(s3: str) -> None:
+    """The control: S3A with its conditional write switched off publishes by rename (HEAD, then COPY), and
+    the store reports it, which makes the driver warn at start."""
+    bucket = create_bucket(s3)
+    spark_conf = {**s3a_spark_conf(s3), "spark.hadoop.fs.s3a.create.conditional.enabled": "false"}
+    result = run_spark("store_race.py", json.dumps({"dir": f"s3a://{bucket}/cp/sources/0", "tasks": 1, "spark_conf": spark_conf}))
+    assert not result["atomic"], result["by"]
+    assert "rename without overwrite" in result["by"], result["by"]
+
+
 @pytest.mark.parametrize("broker", [NEWEST], indirect=True, ids=[f"kafka-{NEWEST}"])
 @pytest.mark.parametrize("strategy", ["checkpoint-dedup", "two-phase-commit"])
 def test_driver_crash_with_the_checkpoint_on_s3_loses_nothing(broker: Broker, s3: str, tmp_path: Path, strategy: str) -> None:

@@ -52,6 +52,11 @@ object ShareSourceErrors {
   def onlyWith(option: String, requirement: String): ShareSourceException =
     error(s"option '$option' applies only with '$requirement'; set that too, or remove '$option'")
 
+  def batchRead(): ShareSourceException =
+    error("kafka-share is a streaming source: read it with spark.readStream.format(\"kafka-share\"), not spark.read. " +
+      "A share group has no fixed set of records to read as a batch; to read what is there and stop, start the " +
+      "stream with .trigger(availableNow=True)")
+
   def speculationEnabled(): ShareSourceException =
     error("spark.speculation=true would let two attempts of one read task acquire records for the same batch " +
       "partition; set spark.speculation=false for queries that read kafka-share")
@@ -68,6 +73,13 @@ object ShareSourceErrors {
     error(
       s"no Kafka broker answered at '$bootstrap' (option 'kafka.bootstrap.servers') within $timeoutMs ms; " +
         "check the address and that the broker is running",
+      cause
+    )
+
+  def bootstrapUnresolvable(bootstrap: String, cause: Throwable): ShareSourceException =
+    error(
+      s"no host of '$bootstrap' (option 'kafka.bootstrap.servers') resolves to an address; check the host names " +
+        "(and the DNS of the driver and executors)",
       cause
     )
 

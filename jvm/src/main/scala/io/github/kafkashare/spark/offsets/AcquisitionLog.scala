@@ -35,16 +35,23 @@ final class AcquisitionLog(checkpointDir: String, hadoopConf: SerializableHadoop
 
   /**
    * Writes the part unless one exists. Returns the entry that is in the log afterwards, and whether
-   * it is ours (the same records: two attempts never hold the same records at once, so a part with
-   * ours is a write of ours whose answer was lost).
+   * it is ours.
+   *
+   * A part that was there is ours only after part 0 and only with our records: parts after 0 are
+   * written with records by the attempt that won part 0 and by no other (the others only seal), so
+   * that is our own write whose answer was lost (a PUT retried by the client, refused the second
+   * time). Part 0 that was there is never ours, even with the same text: a broker gives the records of
+   * a departed member to the next one with the delivery count they had, so two attempts can pin the
+   * same text. Taking our own part 0 for another's is safe: the attempt releases its records and
+   * replays them.
    */
   def writeIfAbsent(batch: Long, task: Int, entry: AcquisitionEntry, part: Int = 0): (AcquisitionEntry, Boolean) = {
     val file = path(batch, task, part)
     val text = entry.serialize
     store.createIfAbsent(file, text) match {
-      case None                         => (entry, true)
-      case Some(there) if there == text => (entry, true)
-      case Some(there)                  => (AcquisitionEntry.parse(there, file.toString), false)
+      case None                                                            => (entry, true)
+      case Some(there) if part > 0 && entry.runs.nonEmpty && there == text => (entry, true)
+      case Some(there)                                                     => (AcquisitionEntry.parse(there, file.toString), false)
     }
   }
 

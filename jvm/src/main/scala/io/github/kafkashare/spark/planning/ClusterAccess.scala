@@ -9,8 +9,8 @@ import scala.util.control.NonFatal
 import io.github.kafkashare.spark.errors.{ShareSourceErrors, ShareSourceException}
 import io.github.kafkashare.spark.options.{ShareSourceOptions, StartingOffsets, Subscription}
 import org.apache.kafka.clients.admin._
-import org.apache.kafka.common.{KafkaFuture, TopicPartition}
-import org.apache.kafka.common.config.ConfigResource
+import org.apache.kafka.common.{KafkaException, KafkaFuture, TopicPartition}
+import org.apache.kafka.common.config.{ConfigException, ConfigResource}
 import org.apache.kafka.common.errors.{AuthenticationException, AuthorizationException, GroupIdNotFoundException}
 import org.apache.spark.internal.Logging
 
@@ -24,11 +24,23 @@ final class ClusterAccess(options: ShareSourceOptions) extends AutoCloseable wit
     options.kafkaParams.foreach { case (k, v) => props.put(k, v) }
     props.put(AdminClientConfig.DEFAULT_API_TIMEOUT_MS_CONFIG, timeoutMs.toString)
     props.put(AdminClientConfig.REQUEST_TIMEOUT_MS_CONFIG, math.min(timeoutMs, 15000L).toString)
-    Admin.create(props)
+    try Admin.create(props)
+    catch {
+      // The client refuses to start when no bootstrap host resolves; its own message names neither the option nor the host.
+      case e: KafkaException if Iterator.iterate[Throwable](e)(_.getCause).takeWhile(_ != null).exists(_.isInstanceOf[ConfigException]) =>
+        throw ShareSourceErrors.bootstrapUnresolvable(options.bootstrapServers, e)
+    }
   }
 
-  /** Fails with a clear error unless a broker answers and the cluster has share groups enabled. */
+  /**
+   * Fails with a clear error unless a broker answers and the cluster has share groups enabled.
+   * A bootstrap address that refuses connections is said at once, not after the client's 30 s of retries.
+   */
   def checkShareGroupsServed(): Unit = {
+    admin // first: an unresolvable host is its own error
+    BootstrapProbe.firstRefusal(options.bootstrapServers, ClusterAccess.ProbeTimeoutMs).foreach { refused =>
+      throw ShareSourceErrors.brokerUnreachable(options.bootstrapServers, ClusterAccess.ProbeTimeoutMs, refused)
+    }
     val features = await(admin.describeFeatures().featureMetadata())
     val level    = Option(features.finalizedFeatures.get("share.version")).map(_.maxVersionLevel.toInt).getOrElse(0)
     if (level < 1) throw ShareSourceErrors.shareGroupsDisabled(
@@ -179,6 +191,7 @@ object ClusterAccess {
 
   /** How long the driver waits for the cluster before it gives up with a clear error. */
   val TimeoutMs                 = 30000L
+  val ProbeTimeoutMs            = 5000L
   val DefaultLockDurationMs     = 30000L
   val DefaultDeliveryCountLimit = 5
 }

@@ -10,7 +10,7 @@ import io.github.kafkashare.spark.consumer.{ConsumerKey, ShareConsumerPool}
 import io.github.kafkashare.spark.errors.ShareSourceErrors
 import io.github.kafkashare.spark.metrics.QueryTotals
 import io.github.kafkashare.spark.offsets._
-import io.github.kafkashare.spark.offsets.store.{CheckpointStore, SparkCheckpointFileManager}
+import io.github.kafkashare.spark.offsets.store.CheckpointStore
 import io.github.kafkashare.spark.options.{AcknowledgmentMode, ShareSourceOptions}
 import io.github.kafkashare.spark.reader.{KafkaShareInputPartition, KafkaShareReaderFactory}
 import org.apache.hadoop.conf.Configuration
@@ -399,13 +399,13 @@ object KafkaShareMicroBatchStream extends Logging {
   val SettingsRereadNanos: Long = 60L * 1000 * 1000 * 1000
 
   /**
-   * The Hadoop configuration for the source's checkpoint logs: the application's, with the SQL
-   * setting that picks Spark's CheckpointFileManager (Spark copies SQL settings into the
-   * configuration its own logs get; SparkContext's has only `spark.hadoop.*`).
+   * The Hadoop configuration for the source's checkpoint logs, as Spark makes it for its own
+   * (SessionState.newHadoopConf): the application's, with the session's settings on top (a storage
+   * key set with spark.conf.set, the SQL setting that picks the CheckpointFileManager).
    */
   def checkpointConf(spark: SparkSession): Configuration = {
     val conf = new Configuration(spark.sparkContext.hadoopConfiguration)
-    spark.conf.getOption(SparkCheckpointFileManager.ClassConf).foreach(conf.set(SparkCheckpointFileManager.ClassConf, _))
+    spark.conf.getAll.foreach { case (k, v) => if (v != null) conf.set(k, v) }
     conf
   }
 

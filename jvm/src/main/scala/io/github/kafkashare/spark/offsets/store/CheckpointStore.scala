@@ -3,7 +3,8 @@ package io.github.kafkashare.spark.offsets.store
 import java.util.concurrent.ConcurrentHashMap
 
 import org.apache.hadoop.conf.Configuration
-import org.apache.hadoop.fs.Path
+import org.apache.hadoop.fs.{FileSystem, Path}
+import org.apache.hadoop.security.UserGroupInformation
 
 /**
  * How the source's checkpoint logs (acquisitions, decisions, markers) touch files: small text files
@@ -52,11 +53,18 @@ object CheckpointStore {
 
   private val stores = new ConcurrentHashMap[String, CheckpointStore]()
 
-  /** The store of the file system `path` is on; the configuration is read when it is made. */
+  /**
+   * The store of the file system `path` is on, for the current user. The configuration is read when
+   * the store is made: the first one of a file system wins for the life of the JVM (as in Hadoop's own
+   * cache of file systems). The key is worked out without a file system, which Hadoop would make anew
+   * on every call where its cache is off (`fs.<scheme>.impl.disable.cache`).
+   */
   def of(path: Path, conf: Configuration): CheckpointStore = {
-    val uri = path.getFileSystem(conf).makeQualified(path).toUri
-    val key = s"${uri.getScheme}://${Option(uri.getAuthority).getOrElse("")} ${conf.get(SparkCheckpointFileManager.ClassConf, "")}"
-    stores.computeIfAbsent(key, _ => if (uri.getScheme == "file") LocalCheckpointStore else HadoopCheckpointStore(path, conf))
+    val uri    = if (path.toUri.getScheme != null) path.toUri else FileSystem.getDefaultUri(conf)
+    val scheme = Option(uri.getScheme).getOrElse("file")
+    val user   = UserGroupInformation.getCurrentUser.getUserName
+    val key    = s"$scheme://${Option(uri.getAuthority).getOrElse("")} $user ${conf.get(SparkCheckpointFileManager.ClassConf, "")}"
+    stores.computeIfAbsent(key, _ => if (scheme == "file") LocalCheckpointStore else HadoopCheckpointStore(path, conf))
   }
 
   /** Stores made in this JVM so far, for tests that check none is made per batch. */

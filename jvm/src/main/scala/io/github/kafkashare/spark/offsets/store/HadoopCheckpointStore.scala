@@ -17,10 +17,14 @@ import org.apache.hadoop.fs.{FileSystem, Path}
  * the file system offers a conditional write (S3A on Hadoop 3.4.2 and later: a PUT with
  * `If-None-Match: *`, which the store itself refuses when the object exists), that is used instead.
  * Where neither holds, [[createIfAbsentAtomic]] is false and the driver warns at start
- * (docs/architecture/checkpoints.md).
+ * (docs/architecture/checkpoints.md). A manager the user set is trusted instead (see [[apply]]).
  */
-final class HadoopCheckpointStore private (manager: SparkCheckpointFileManager, fs: FileSystem, conditional: Boolean)
-    extends CheckpointStore {
+final class HadoopCheckpointStore private (
+    manager: SparkCheckpointFileManager,
+    fs: FileSystem,
+    conditional: Boolean,
+    chosenManager: Boolean
+) extends CheckpointStore {
 
   def read(path: Path): Option[String] =
     try {
@@ -41,7 +45,8 @@ final class HadoopCheckpointStore private (manager: SparkCheckpointFileManager, 
       if (conditional) {
         val out = fs.createFile(path).overwrite(false).must(HadoopCheckpointStore.ConditionalOverwrite, true).recursive().build()
         try out.write(bytes)
-        finally out.close() // the PUT, refused by the store when the object exists
+        catch { case e: Throwable => out.abort(); throw e } // close() would PUT a part of the text
+        out.close() // the PUT, refused by the store when the object exists
       } else {
         val out = createAtomic(path, overwrite = false)
         try out.write(bytes)
@@ -75,13 +80,18 @@ final class HadoopCheckpointStore private (manager: SparkCheckpointFileManager, 
         manager.createAtomic(path, overwrite)
     }
 
+  // Best effort, as on the local disk: the next commit tries again.
   def purgeBefore(root: Path, batch: Long): Unit =
-    list(root).filter(_.toLongOption.exists(_ < batch)).foreach(name => manager.delete(new Path(root, name)))
+    list(root).filter(_.toLongOption.exists(_ < batch)).foreach { name =>
+      try manager.delete(new Path(root, name))
+      catch { case _: IOException => }
+    }
 
-  def createIfAbsentAtomic: Boolean = conditional || !HadoopCheckpointStore.RenameIsCopy(fs.getScheme)
+  def createIfAbsentAtomic: Boolean = conditional || chosenManager || !HadoopCheckpointStore.RenameIsCopy(fs.getScheme)
 
   def createIfAbsentBy: String =
     if (conditional) s"a conditional write (${fs.getScheme}: the store refuses to replace an object)"
+    else if (chosenManager) s"the chosen checkpoint file manager ${manager.name}, without overwrite"
     else s"a rename without overwrite (${manager.name} on ${fs.getScheme}:)"
 }
 
@@ -93,9 +103,18 @@ object HadoopCheckpointStore {
   /** Object stores whose rename is a check followed by a copy. */
   private val RenameIsCopy = Set("s3", "s3a", "s3n", "gs", "oss", "cos", "cosn", "obs", "wasb", "wasbs")
 
+  /**
+   * A manager the user chose (`spark.sql.streaming.checkpointFileManagerClass`) does every write,
+   * create-if-absent included, and is trusted to make it atomic: that is what such managers are for.
+   */
   def apply(path: Path, conf: Configuration): HadoopCheckpointStore = {
-    val fs          = path.getFileSystem(conf)
-    val conditional = fs.hasPathCapability(path, ConditionalOverwrite)
-    new HadoopCheckpointStore(SparkCheckpointFileManager.create(path, conf), fs, conditional)
+    val fs     = path.getFileSystem(conf)
+    val chosen = conf.get(SparkCheckpointFileManager.ClassConf, "").nonEmpty
+    new HadoopCheckpointStore(
+      SparkCheckpointFileManager.create(path, conf),
+      fs,
+      !chosen && fs.hasPathCapability(path, ConditionalOverwrite),
+      chosen
+    )
   }
 }

@@ -1,5 +1,6 @@
 package io.github.kafkashare.spark.offsets.store
 
+import java.io.{IOException, UncheckedIOException}
 import java.nio.charset.StandardCharsets.UTF_8
 import java.nio.file.{FileAlreadyExistsException, Files, NoSuchFileException, Paths, StandardCopyOption}
 import java.util.Comparator
@@ -46,11 +47,15 @@ object LocalCheckpointStore extends CheckpointStore {
 
   def delete(path: Path): Unit = Files.deleteIfExists(local(path))
 
+  // Best effort: a file that a late writer (a commit watcher of an earlier batch) adds or removes
+  // meanwhile fails this folder's deletion, and the next commit tries again.
   def purgeBefore(root: Path, batch: Long): Unit =
     list(root).filter(_.toLongOption.exists(_ < batch)).foreach { name =>
-      val s = Files.walk(local(new Path(root, name)))
-      try s.sorted(Comparator.reverseOrder[java.nio.file.Path]()).forEach(p => Files.deleteIfExists(p))
-      finally s.close()
+      try {
+        val s = Files.walk(local(new Path(root, name)))
+        try s.sorted(Comparator.reverseOrder[java.nio.file.Path]()).forEach(p => Files.deleteIfExists(p))
+        finally s.close()
+      } catch { case _: IOException | _: UncheckedIOException => }
     }
 
   def createIfAbsentAtomic: Boolean = true

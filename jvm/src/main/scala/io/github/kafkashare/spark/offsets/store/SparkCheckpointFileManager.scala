@@ -23,6 +23,9 @@ final class SparkCheckpointFileManager private (manager: AnyRef, api: Class[_]) 
   private val existsMethod       = api.getMethod("exists", classOf[Path])
   private val deleteMethod       = api.getMethod("delete", classOf[Path])
   private val mkdirsMethod       = api.getMethod("mkdirs", classOf[Path])
+  // On the public stream type: a manager's own stream class may be private.
+  private val cancelMethod =
+    Class.forName(api.getName + "$CancellableFSDataOutputStream", true, api.getClassLoader).getMethod("cancel")
 
   /** The manager's class, for the log. */
   def name: String = manager.getClass.getName
@@ -34,7 +37,7 @@ final class SparkCheckpointFileManager private (manager: AnyRef, api: Class[_]) 
   def createAtomic(path: Path, overwrite: Boolean): FSDataOutputStream =
     call(createAtomicMethod, manager, path, Boolean.box(overwrite)).asInstanceOf[FSDataOutputStream]
 
-  def cancel(stream: FSDataOutputStream): Unit = call(stream.getClass.getMethod("cancel"), stream)
+  def cancel(stream: FSDataOutputStream): Unit = call(cancelMethod, stream)
 
   def open(path: Path): FSDataInputStream = call(openMethod, manager, path).asInstanceOf[FSDataInputStream]
   def list(dir: Path): Array[FileStatus]  = call(listMethod, manager, dir).asInstanceOf[Array[FileStatus]]

@@ -7,6 +7,28 @@ package io.github.kafkashare.it.stream
  */
 class CheckpointStoreSuite extends ShareStreamTest {
 
+  test("a checkpoint file manager set in spark.sql.streaming.checkpointFileManagerClass writes the source's files too") {
+    val topic = prepare()
+    val query = topic.queryOn(SlowLocalFileSystem.Scheme, "checkpoint-dedup")
+    val key   = "spark.sql.streaming.checkpointFileManagerClass"
+    spark.conf.set(key, classOf[CountingCheckpointFileManager].getName)
+    try testStream(query)(
+        AddRecords(topic, 200),
+        StartStream(),
+        CheckLanded(200),
+        Assert("the manager wrote the acquisition log") { q =>
+          import scala.jdk.CollectionConverters._
+          val mine    = CountingCheckpointFileManager.written.asScala.filter(_.startsWith(q.checkpoint.toString)).toSeq
+          val pinned  = mine.filter(_.contains("/sources/0/acquisitions/"))
+          val commits = mine.filter(_.contains("/commits/"))
+          info(s"${mine.size} files through the manager: ${pinned.size} acquisition parts, ${commits.size} commits")
+          assert(commits.nonEmpty, "Spark's own commit log did not go through the manager: the setting was not applied")
+          assert(pinned.nonEmpty, s"no acquisition part went through the manager; it wrote ${mine.take(5)}")
+        }
+      )
+    finally spark.conf.unset(key)
+  }
+
   test("file system instances stay flat over 60 batches of two-phase-commit (no store made per task or check)") {
     val topic     = prepare()
     val query     = topic.queryOn(SlowLocalFileSystem.Scheme, "two-phase-commit", "maxRecordsPerTrigger" -> "20")

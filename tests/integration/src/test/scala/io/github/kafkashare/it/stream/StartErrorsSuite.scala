@@ -60,16 +60,29 @@ class StartErrorsSuite extends ShareStreamTest {
     )
   }
 
+  test("a batch read says that kafka-share is a streaming source") {
+    val (_, good) = goodOptions()
+    val error     = intercept[Exception](spark.read.format("kafka-share").options(good).load().count())
+    assert(error.getMessage.contains("kafka-share is a streaming source: read it with spark.readStream"), error.getMessage)
+  }
+
   test("a missing topic is named") {
     val (topic, good) = goodOptions()
     expectMessage(good + ("subscribe" -> s"${topic.topic},no-such-topic"), "topic(s) no-such-topic do not exist")
   }
 
-  test("an unreachable broker is named within a minute, with the option") {
+  test("an unreachable broker is named at once, with the option") {
     val (_, good)       = goodOptions()
     val (message, secs) = failureOf(good + ("kafka.bootstrap.servers" -> s"127.0.0.1:${closedPort()}"))
     assert(message.contains("no Kafka broker answered at '127.0.0.1:") && message.contains("option 'kafka.bootstrap.servers'"), message)
-    assert(secs < 60, s"took $secs s")
+    assert(secs < 10, s"took $secs s: a refused connection is said at once, not after the client's 30 s of retries")
+  }
+
+  test("a bootstrap host that does not resolve is named at once, with the option") {
+    val (_, good)       = goodOptions()
+    val (message, secs) = failureOf(good + ("kafka.bootstrap.servers" -> "no-such-broker.invalid:9092"))
+    assert(message.contains("no host of 'no-such-broker.invalid:9092' (option 'kafka.bootstrap.servers') resolves"), message)
+    assert(secs < 10, s"took $secs s")
   }
 
   test("a bad option value names the option and the value") {
