@@ -22,7 +22,7 @@ MAVEN_REPO := target/maven-repo/io/github/kafkashare/spark-kafka-share_2.13/$(pr
 
 JVM_SOURCES     := build.sbt versions.properties project/plugins.sbt $(shell find jvm/src -type f 2>/dev/null)
 HARNESS_SOURCES := build.sbt versions.properties $(shell find tests/harness/src -type f 2>/dev/null)
-PY_SOURCES      := python/pyproject.toml python/README.md $(shell find $(PKG) -name '*.py' -o -name py.typed 2>/dev/null | grep -v _version.py)
+PY_SOURCES      := python/pyproject.toml python/README.md $(shell find $(PKG) -name '*.py' -o -name py.typed -o -name options_spec.json 2>/dev/null | grep -v _version.py)
 
 .PHONY: demo test test-jvm test-python test-compat typecheck lint format build wheel publish bench bench-scaling bench-latency bench-cost metrics-picture chaos longrun clean
 

@@ -1,8 +1,12 @@
 """The Python option builder: plain Python, a dict of strings the source understands."""
 
+import dataclasses
+import typing
+
 import pytest
 
 from spark_kafka_share import KafkaShareOptions
+from spark_kafka_share import options as options_module
 
 
 def test_to_dict_gives_the_source_option_names() -> None:
@@ -39,17 +43,23 @@ def test_to_dict_gives_the_source_option_names() -> None:
         ({"subscribe": None}, "exactly one of subscribe"),
         ({"subscribe_pattern": "o.*"}, "exactly one of subscribe"),
         ({"subscribe": "orders"}, "list of topic names"),
-        ({"strategy": "exactly-once"}, "strategy must be one of none, idempotent"),
+        ({"strategy": "exactly-once"}, "strategy must be one of 'none', 'idempotent'"),
         ({"parallelism": 0}, "parallelism must be a whole number"),
         ({"parallelism": True}, "parallelism must be a whole number"),
-        ({"starting_offsets": "beginning"}, "'earliest' or 'latest'"),
+        ({"starting_offsets": "beginning"}, "'earliest', 'latest'"),
         ({"group_id": ""}, "group_id"),
-        ({"acknowledgment_mode": "auto"}, "'implicit' or 'explicit'"),
+        ({"acknowledgment_mode": "auto"}, "'implicit', 'explicit'"),
         ({"acknowledgment_default": "release"}, "only with acknowledgment_mode='explicit'"),
-        ({"acknowledgment_mode": "explicit", "acknowledgment_default": "reject"}, "'accept' or 'release'"),
+        ({"acknowledgment_mode": "explicit", "acknowledgment_default": "reject"}, "'accept', 'release'"),
         ({"dead_letter_topic": "dlt"}, "only with max_deliveries"),
         ({"max_deliveries": 0}, "max_deliveries must be a whole number"),
-        ({"read_duration_ms": -1}, "read_duration_ms must be a whole number of at least 0"),
+        ({"read_duration_ms": -1}, "read_duration_ms must be a whole number from 0 to 600000"),
+        # Bounds and topic names come from the connector's declarations (options_spec.json), as in Scala.
+        ({"parallelism": 100001}, "parallelism must be a whole number from 1 to 100000"),
+        ({"max_deliveries": 1001}, "max_deliveries must be a whole number from 1 to 1000"),
+        ({"subscribe": ["orders", "bad topic"]}, "'bad topic' is not a Kafka topic name"),
+        ({"max_deliveries": 3, "dead_letter_topic": "dl/t"}, "'dl/t' is not a Kafka topic name"),
+        ({"include_headers": "yes"}, "include_headers takes True or False"),
         ({"read_duration_ms": 1.5}, "read_duration_ms must be a whole number"),
     ],
 )
@@ -90,3 +100,25 @@ def test_read_duration_zero_means_one_poll_and_is_passed_on() -> None:
         "kafka.share.read.duration.ms"
         not in KafkaShareOptions(bootstrap_servers="b:9092", group_id="g", subscribe=["a"]).to_dict()
     )
+
+
+def test_the_builder_has_a_field_for_every_declared_option_and_no_other() -> None:
+    """options_spec.json is generated from the connector's OptionDeclarations.scala (OptionsDocSuite fails if it
+    is stale): a new option declared there fails here until the builder has its field."""
+    fields = {f.name for f in dataclasses.fields(KafkaShareOptions)}
+    declared = {o["python"] for o in options_module.SPEC}
+    assert fields == declared, f"only in the builder: {fields - declared}; only declared: {declared - fields}"
+
+
+@pytest.mark.parametrize(
+    "field,literal",
+    [
+        ("strategy", options_module.Strategy),
+        ("starting_offsets", options_module.StartingOffsets),
+        ("acknowledgment_mode", options_module.AcknowledgmentMode),
+        ("acknowledgment_default", options_module.DefaultDecision),
+    ],
+)
+def test_the_type_hints_list_the_declared_choices(field: str, literal: object) -> None:
+    spec = next(o for o in options_module.SPEC if o["python"] == field)
+    assert list(typing.get_args(literal)) == spec["values"]

@@ -10,9 +10,18 @@ Spark Connect::
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Literal, Optional
+from importlib import resources
+from typing import Any, Literal, Optional
+
+# The options are declared once, in the connector's OptionDeclarations.scala: options_spec.json is generated
+# from there (key, field, allowed values, bounds), and a test fails if the fields below drift from it. The
+# Literal types repeat the choices for type checkers; a test checks those too.
+SPEC: list[dict[str, Any]] = json.loads(resources.files(__package__).joinpath("options_spec.json").read_text("utf-8"))["options"]
+_BY_FIELD: dict[str, dict[str, Any]] = {o["python"]: o for o in SPEC}
 
 Strategy = Literal["none", "idempotent", "checkpoint-dedup", "two-phase-commit"]
 StartingOffsets = Literal["earliest", "latest"]
@@ -20,6 +29,29 @@ AcknowledgmentMode = Literal["implicit", "explicit"]
 DefaultDecision = Literal["accept", "release"]
 
 STRATEGIES: tuple[Strategy, ...] = ("none", "idempotent", "checkpoint-dedup", "two-phase-commit")
+
+_TOPIC_NAME = re.compile(r"[a-zA-Z0-9._-]{1,249}")
+
+
+def _check(name: str, value: object) -> None:
+    """Checks one field's value against its declaration (kind, choices, bounds)."""
+    spec = _BY_FIELD[name]
+    kind = spec["kind"]
+    if kind == "whole":
+        low, high = spec["min"], spec["max"]
+        if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+            span = f"of at least {low}" if high >= 2**63 - 1 else f"from {low} to {high}"
+            raise ValueError(f"{name} must be a whole number {span}; got {value!r}")
+    elif kind == "choice":
+        if value not in spec["values"]:
+            raise ValueError(f"{name} must be one of {', '.join(repr(v) for v in spec['values'])}; got {value!r}")
+    elif kind == "boolean":
+        if not isinstance(value, bool):
+            raise TypeError(f"{name} takes True or False; got {value!r}")
+    elif kind in ("topic", "topics"):
+        for topic in [value] if kind == "topic" else list(value):  # type: ignore[call-overload]
+            if not isinstance(topic, str) or not _TOPIC_NAME.fullmatch(topic) or topic in (".", ".."):
+                raise ValueError(f"{name}: {topic!r} is not a Kafka topic name (letters, digits, '.', '_' and '-', at most 249)")
 
 
 @dataclass(frozen=True)
@@ -61,52 +93,27 @@ class KafkaShareOptions:
             raise TypeError("subscribe takes a list of topic names, for example ['orders'], not a string")
         if self.subscribe is not None and not self.subscribe:
             raise ValueError("subscribe needs at least one topic")
-        if self.strategy not in STRATEGIES:
-            raise ValueError(f"strategy must be one of {', '.join(STRATEGIES)}; got {self.strategy!r}")
-        if self.starting_offsets not in ("earliest", "latest"):
-            raise ValueError(f"starting_offsets must be 'earliest' or 'latest'; got {self.starting_offsets!r}")
-        if self.acknowledgment_mode not in ("implicit", "explicit"):
-            raise ValueError(f"acknowledgment_mode must be 'implicit' or 'explicit'; got {self.acknowledgment_mode!r}")
-        if self.acknowledgment_default is not None:
-            if self.acknowledgment_mode != "explicit":
-                raise ValueError("acknowledgment_default applies only with acknowledgment_mode='explicit'")
-            if self.acknowledgment_default not in ("accept", "release"):
-                raise ValueError(f"acknowledgment_default must be 'accept' or 'release'; got {self.acknowledgment_default!r}")
+        if self.acknowledgment_default is not None and self.acknowledgment_mode != "explicit":
+            raise ValueError("acknowledgment_default applies only with acknowledgment_mode='explicit'")
         if self.dead_letter_topic is not None and self.max_deliveries is None:
             raise ValueError("dead_letter_topic applies only with max_deliveries; set both")
-        for name in ("parallelism", "lock_timeout_ms", "max_records_per_trigger", "poll_timeout_ms", "max_deliveries"):
+        for name in _BY_FIELD:
             value = getattr(self, name)
-            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
-                raise ValueError(f"{name} must be a whole number of at least 1; got {value!r}")
-        value = self.read_duration_ms
-        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
-            raise ValueError(f"read_duration_ms must be a whole number of at least 0; got {value!r}")
+            if value is not None and name != "kafka":
+                _check(name, value)
 
     def to_dict(self) -> dict[str, str]:
-        """The options as Spark takes them: ``.options(**opts.to_dict())``."""
-        result = {
-            "kafka.bootstrap.servers": self.bootstrap_servers,
-            "kafka.share.group.id": self.group_id,
-            "kafka.share.exactly.once.strategy": self.strategy,
-            "kafka.share.acknowledgment.mode": self.acknowledgment_mode,
-            "includeHeaders": str(self.include_headers).lower(),
-            "startingOffsets": self.starting_offsets,
-            "failOnDataLoss": str(self.fail_on_data_loss).lower(),
-        }
-        if self.subscribe is not None:
-            result["subscribe"] = ",".join(self.subscribe)
-        if self.subscribe_pattern is not None:
-            result["subscribePattern"] = self.subscribe_pattern
-        optional = {
-            "kafka.share.parallelism": self.parallelism,
-            "kafka.share.lock.timeout.ms": self.lock_timeout_ms,
-            "maxRecordsPerTrigger": self.max_records_per_trigger,
-            "kafka.share.poll.timeout.ms": self.poll_timeout_ms,
-            "kafka.share.read.duration.ms": self.read_duration_ms,
-            "kafka.share.acknowledgment.default": self.acknowledgment_default,
-            "kafka.share.maxDeliveries": self.max_deliveries,
-            "kafka.share.deadLetterTopic": self.dead_letter_topic,
-        }
-        result.update({k: str(v) for k, v in optional.items() if v is not None})
+        """The options as Spark takes them: ``.options(**opts.to_dict())``, under their declared keys."""
+        result: dict[str, str] = {}
+        for name, spec in _BY_FIELD.items():
+            value = getattr(self, name)
+            if value is None or name == "kafka":
+                continue
+            if isinstance(value, bool):
+                result[spec["key"]] = str(value).lower()
+            elif spec["kind"] == "topics":
+                result[spec["key"]] = ",".join(value)
+            else:
+                result[spec["key"]] = str(value)
         result.update({f"kafka.{k}": str(v) for k, v in self.kafka.items()})
         return result

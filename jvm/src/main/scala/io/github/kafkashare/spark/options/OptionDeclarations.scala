@@ -1,9 +1,33 @@
 package io.github.kafkashare.spark.options
 
-/** The name, default and meaning of every option; docs/options.md is written from this list. */
-final case class OptionDeclaration(key: String, default: String, meaning: String)
+/**
+ * One option, declared once: its key, the field of the Python builder (`KafkaShareOptions`), what values
+ * it takes, its default and meaning. The Scala parser checks values by it, docs/options.md and the
+ * Python package's `options_spec.json` are generated from it (OptionsDoc), and tests fail on drift.
+ */
+final case class OptionDeclaration(key: String, python: String, kind: OptionKind, default: String, meaning: String)
+
+/** What values an option takes. */
+sealed abstract class OptionKind(val name: String)
+object OptionKind {
+  case object Text   extends OptionKind("text")
+  case object Regex  extends OptionKind("regex")
+  case object Bool   extends OptionKind("boolean")
+  case object Topic  extends OptionKind("topic")
+  case object Topics extends OptionKind("topics")
+
+  /** `kafka.*`: any other Kafka client setting. */
+  case object ClientSettings                   extends OptionKind("client-settings")
+  final case class Choice(values: Seq[String]) extends OptionKind("choice")
+  final case class Whole(min: Long, max: Long) extends OptionKind("whole")
+
+  /** A legal Kafka topic name (Kafka's own rule: these characters, at most 249, not '.' or '..'). */
+  def isTopicName(name: String): Boolean = name.matches("[a-zA-Z0-9._-]{1,249}") && name != "." && name != ".."
+}
 
 object OptionDeclarations {
+  import OptionKind._
+
   val BootstrapServers     = "kafka.bootstrap.servers"
   val GroupId              = "kafka.share.group.id"
   val Subscribe            = "subscribe"
@@ -26,46 +50,68 @@ object OptionDeclarations {
   val DefaultReadDurationMs = 1000L
 
   val all: Seq[OptionDeclaration] = Seq(
-    OptionDeclaration(BootstrapServers, "(required)", "The Kafka brokers, host:port, comma-separated."),
+    OptionDeclaration(BootstrapServers, "bootstrap_servers", Text, "(required)", "The Kafka brokers, host:port, comma-separated."),
     OptionDeclaration(
       GroupId,
+      "group_id",
+      Text,
       "(required)",
       "The share group the query reads as. Other queries and consumers in the same group share its records."
     ),
-    OptionDeclaration(Subscribe, "", "Topics to read, comma-separated. Exactly one of subscribe and subscribePattern."),
+    OptionDeclaration(
+      Subscribe,
+      "subscribe",
+      Topics,
+      "",
+      "Topics to read, comma-separated. Exactly one of subscribe and subscribePattern."
+    ),
     OptionDeclaration(
       SubscribePattern,
+      "subscribe_pattern",
+      Regex,
       "",
       "A Java regex matched against the cluster's topics, re-checked at every trigger, so new topics are picked up. While it matches no topic the query waits and runs no batch. A new topic is read from where the group's share.auto.offset.reset puts it when the group first reads it: startingOffsets sets that only while the group has no state, and the broker's default is latest, which skips what was written to the topic before. To read new topics from their first record, set share.auto.offset.reset=earliest on the group (kafka-configs.sh --alter --entity-type groups --entity-name <group> --add-config share.auto.offset.reset=earliest)."
     ),
     OptionDeclaration(
       AckMode,
+      "acknowledgment_mode",
+      Choice(Seq("implicit", "explicit")),
       "implicit",
       "implicit: the source acknowledges per the strategy. explicit: foreachBatch decides per record (ACCEPT, RELEASE, REJECT) with spark_kafka_share.acknowledge; applied after the batch commits."
     ),
     OptionDeclaration(
       DefaultDecision,
+      "acknowledgment_default",
+      Choice(Seq("accept", "release")),
       "accept",
       "explicit mode: the decision for records of a committed batch that got none, accept or release."
     ),
     OptionDeclaration(
       Strategy,
+      "strategy",
+      Choice(ExactlyOnceStrategy.all.map(_.name)),
       "none",
       "none or idempotent (at least once), checkpoint-dedup or two-phase-commit (exactly once with an idempotent sink)."
     ),
     OptionDeclaration(
       Parallelism,
+      "parallelism",
+      Whole(1, 100000),
       "spark.default.parallelism",
       "Share consumers (input partitions) per batch. May exceed the topics' partition count."
     ),
     OptionDeclaration(
       LockTimeoutMs,
+      "lock_timeout_ms",
+      Whole(1, 3600000),
       "the group's share.record.lock.duration.ms",
       "The lock duration the source plans with; a batch that holds records longer is reported."
     ),
-    OptionDeclaration(IncludeHeaders, "false", "Adds the headers column."),
+    OptionDeclaration(IncludeHeaders, "include_headers", Bool, "false", "Adds the headers column."),
     OptionDeclaration(
       MaxRecordsPerTrigger,
+      "max_records_per_trigger",
+      Whole(1, Long.MaxValue),
       "(none)",
       "Upper bound on records per batch, split evenly over the input partitions. " +
         "Records on their last delivery attempt " +
@@ -73,32 +119,59 @@ object OptionDeclarations {
     ),
     OptionDeclaration(
       StartingOffsetsKey,
+      "starting_offsets",
+      Choice(Seq("earliest", "latest")),
       "latest",
       "earliest or latest: sets the group's share.auto.offset.reset, only while the group has no state."
     ),
     OptionDeclaration(
       PollTimeoutMs,
+      "poll_timeout_ms",
+      Whole(1, 600000),
       DefaultPollTimeoutMs.toString,
       "How long a read task waits for its first record before it ends empty."
     ),
     OptionDeclaration(
       ReadDurationMs,
+      "read_duration_ms",
+      Whole(0, 600000),
       DefaultReadDurationMs.toString,
       "How long a read task keeps polling while there is a backlog (a poll returned at least half of max.poll.records, or redelivered records, which brokers hand out few at a time), pinning each poll's records before it acknowledges them: longer gives bigger batches that pay Spark's per-batch cost once for more records. 0 polls once. Tasks that hold records until the commit (two-phase-commit, explicit mode) poll once."
     ),
-    OptionDeclaration(FailOnDataLoss, "true", "Fail when a batch that must run again finds its records removed by retention."),
+    OptionDeclaration(
+      FailOnDataLoss,
+      "fail_on_data_loss",
+      Bool,
+      "true",
+      "Fail when a batch that must run again finds its records removed by retention."
+    ),
     OptionDeclaration(
       MaxDeliveries,
+      "max_deliveries",
+      Whole(1, 1000),
       "(none)",
       "Poison records: the highest delivery count the source emits. A record delivered more often is REJECTed (after going to the dead-letter topic, if set). Keep it below the group's share.delivery.count.limit (5 by default), at which the broker drops records by itself."
     ),
     OptionDeclaration(
       DeadLetterTopic,
+      "dead_letter_topic",
+      Topic,
       "(none)",
       "With kafka.share.maxDeliveries: a topic that receives poison records before they are REJECTed, with headers naming their origin."
     ),
-    OptionDeclaration("kafka.*", "", "Any other Kafka client setting (security, fetch sizes), passed to the consumers.")
+    OptionDeclaration(
+      "kafka.*",
+      "kafka",
+      ClientSettings,
+      "",
+      "Any other Kafka client setting (security, fetch sizes), passed to the consumers."
+    )
   )
+
+  private lazy val byKey: Map[String, OptionDeclaration] = all.map(d => d.key -> d).toMap
+
+  /** The declared kind of a source option (not of `kafka.*` client settings). */
+  def kindOf(key: String): OptionKind = byKey(key).kind
 
   /**
    * Kafka client settings that a share consumer rejects or that the source owns, with what to use instead.

@@ -1,11 +1,36 @@
 package io.github.kafkashare.spark.options
 
-/** Renders docs/options.md from [[OptionDeclarations]]; a unit test fails when the file drifts. */
+/**
+ * Renders docs/options.md and the Python package's options_spec.json from [[OptionDeclarations]]; unit
+ * tests fail when either file drifts.
+ */
 object OptionsDoc {
+
+  val SpecFile = "python/src/spark_kafka_share/options_spec.json"
+
+  /** What the Python builder checks values by: one object per option, in declaration order. */
+  def spec: String = {
+    def str(v: String) = "\"" + v.flatMap {
+      case '"'          => "\\\""
+      case '\\'         => "\\\\"
+      case c if c < ' ' => f"\\u${c.toInt}%04x"
+      case c            => c.toString
+    } + "\""
+    val options = OptionDeclarations.all.map { o =>
+      val kind = o.kind match {
+        case OptionKind.Choice(values)  => s""""kind": "choice", "values": [${values.map(str).mkString(", ")}]"""
+        case OptionKind.Whole(min, max) => s""""kind": "whole", "min": $min, "max": $max"""
+        case k                          => s""""kind": ${str(k.name)}"""
+      }
+      s"""    {"key": ${str(o.key)}, "python": ${str(o.python)}, $kind, "default": ${str(o.default)}, "meaning": ${str(o.meaning)}}"""
+    }
+    s"""{\n  "generated_by": "build/sbt \\"connector/runMain io.github.kafkashare.spark.options.OptionsDoc\\"",\n  "options": [\n""" +
+      options.mkString(",\n") + "\n  ]\n}\n"
+  }
 
   def markdown: String = {
     val rows = OptionDeclarations.all.map { o =>
-      s"| `${o.key}` | ${if (o.default.isEmpty) "" else s"`${o.default}`"} | ${o.meaning} |"
+      s"| `${o.key}` | ${values(o.kind)} | ${if (o.default.isEmpty) "" else s"`${o.default}`"} | ${o.meaning} |"
     }
     def insteadRows(options: Map[String, String], prefix: String) =
       Seq("| option | instead |", "|---|---|") ++
@@ -13,13 +38,14 @@ object OptionsDoc {
     (Seq(
       "# Options of the kafka-share source",
       "",
-      "Generated from `OptionDeclarations.scala` (run `build/sbt \"connector/runMain io.github.kafkashare.spark.options.OptionsDoc\"`);",
+      "Generated from `OptionDeclarations.scala`, as is the Python builder's `options_spec.json` (run",
+      "`build/sbt \"connector/runMain io.github.kafkashare.spark.options.OptionsDoc\"`);",
       "a unit test fails when this file and the code disagree. Option names are case-insensitive; a key that is",
       "neither one of these nor a Kafka client setting (`kafka.<setting>`; `kafka.share.*` names belong to the source) is",
       "an error, with the nearest name suggested.",
       "",
-      "| option | default | meaning |",
-      "|---|---|---|"
+      "| option | values | default | meaning |",
+      "|---|---|---|---|"
     ) ++ rows ++ Seq(
       "",
       "## Kafka client settings the source refuses",
@@ -33,9 +59,22 @@ object OptionsDoc {
     ) ++ insteadRows(OptionDeclarations.BuiltInKafkaSourceOptions, "")).mkString("", "\n", "\n")
   }
 
-  def main(args: Array[String]): Unit = {
-    val target = java.nio.file.Paths.get(args.headOption.getOrElse("docs/options.md"))
-    java.nio.file.Files.write(target, markdown.getBytes("UTF-8"))
-    println(s"wrote $target")
+  private def values(kind: OptionKind): String = kind match {
+    case OptionKind.Choice(values)                          => values.map(v => s"`$v`").mkString(", ")
+    case OptionKind.Whole(min, max) if max == Long.MaxValue => s"a whole number, at least $min"
+    case OptionKind.Whole(min, max)                         => s"a whole number, $min to $max"
+    case OptionKind.Bool                                    => "`true`, `false`"
+    case OptionKind.Topic                                   => "a topic name"
+    case OptionKind.Topics                                  => "topic names, comma-separated"
+    case OptionKind.Regex                                   => "a Java regex"
+    case OptionKind.Text                                    => "text"
+    case OptionKind.ClientSettings                          => "`kafka.<setting>`"
   }
+
+  def main(args: Array[String]): Unit =
+    Seq("docs/options.md" -> markdown, SpecFile -> spec).foreach { case (file, text) =>
+      val target = java.nio.file.Paths.get(file)
+      java.nio.file.Files.write(target, text.getBytes("UTF-8"))
+      println(s"wrote $target")
+    }
 }

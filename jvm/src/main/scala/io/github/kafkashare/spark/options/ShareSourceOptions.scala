@@ -97,9 +97,9 @@ object ShareSourceOptions {
       case "explicit" => AcknowledgmentMode.Explicit(defaultDecision.getOrElse(Decision.Accept))
       case other      => throw ShareSourceErrors.invalidValue(AckMode, other, "'implicit' or 'explicit'")
     }
-    val maxDeliveries = get(MaxDeliveries).map(v => positiveLong(MaxDeliveries, v, max = 1000).toInt)
+    val maxDeliveries = get(MaxDeliveries).map(v => whole(MaxDeliveries, v).toInt)
     val deadLetter = get(DeadLetterTopic).map { t =>
-      if (!t.matches("[a-zA-Z0-9._-]{1,249}")) throw ShareSourceErrors.invalidValue(DeadLetterTopic, t, "a Kafka topic name")
+      if (!OptionKind.isTopicName(t)) throw ShareSourceErrors.invalidValue(DeadLetterTopic, t, TopicNameRule)
       if (maxDeliveries.isEmpty) throw ShareSourceErrors.onlyWith(DeadLetterTopic, MaxDeliveries)
       t
     }
@@ -109,22 +109,22 @@ object ShareSourceOptions {
       groupId = group,
       subscription = parseSubscription(get(Subscribe), get(SubscribePattern)),
       strategy = enumValue(Strategy, get(Strategy), ExactlyOnceStrategy.all.map(s => s.name -> s), ExactlyOnceStrategy.None),
-      parallelism = get(Parallelism).map(v => positiveLong(Parallelism, v, max = 100000).toInt),
-      lockTimeoutMs = get(LockTimeoutMs).map(v => positiveLong(LockTimeoutMs, v, max = 3600000L)),
+      parallelism = get(Parallelism).map(v => whole(Parallelism, v).toInt),
+      lockTimeoutMs = get(LockTimeoutMs).map(v => whole(LockTimeoutMs, v)),
       includeHeaders = get(IncludeHeaders).exists(v => boolean(IncludeHeaders, v)),
-      maxRecordsPerTrigger = get(MaxRecordsPerTrigger).map(v => positiveLong(MaxRecordsPerTrigger, v, max = Long.MaxValue)),
+      maxRecordsPerTrigger = get(MaxRecordsPerTrigger).map(v => whole(MaxRecordsPerTrigger, v)),
       startingOffsets = enumValue(
         StartingOffsetsKey,
         get(StartingOffsetsKey),
         Seq("earliest" -> StartingOffsets.Earliest, "latest" -> StartingOffsets.Latest),
         StartingOffsets.Latest
       ),
-      pollTimeoutMs = get(PollTimeoutMs).map(v => positiveLong(PollTimeoutMs, v, max = 600000L)).getOrElse(DefaultPollTimeoutMs),
+      pollTimeoutMs = get(PollTimeoutMs).map(v => whole(PollTimeoutMs, v)).getOrElse(DefaultPollTimeoutMs),
       failOnDataLoss = get(FailOnDataLoss).forall(v => boolean(FailOnDataLoss, v)),
       kafkaParams = kafkaParams(lower),
       mode = mode,
       poison = maxDeliveries.map(PoisonPolicy(_, deadLetter)),
-      readDurationMs = get(ReadDurationMs).map(v => wholeNumber(ReadDurationMs, v, min = 0, max = 600000L))
+      readDurationMs = get(ReadDurationMs).map(v => whole(ReadDurationMs, v))
         .getOrElse(DefaultReadDurationMs)
     )
   }
@@ -191,6 +191,7 @@ object ShareSourceOptions {
       case (Some(list), None) =>
         val names = list.split(",").map(_.trim).filter(_.nonEmpty).toSeq
         if (names.isEmpty) throw ShareSourceErrors.invalidValue(Subscribe, list, "a comma-separated list of topic names")
+        names.filterNot(OptionKind.isTopicName).foreach(n => throw ShareSourceErrors.invalidValue(Subscribe, n, TopicNameRule))
         Subscription.Topics(names.distinct)
       case (None, Some(regex)) =>
         if (regex.isEmpty) throw ShareSourceErrors.invalidValue(SubscribePattern, regex, "a Java regular expression")
@@ -213,14 +214,27 @@ object ShareSourceOptions {
         k -> ShadedClassNames.rewrite(k, v)
       }
 
-  private def enumValue[T](key: String, value: Option[String], choices: Seq[(String, T)], default: T): T =
+  /** One of the values the option declares, as the typed value `choices` gives it. */
+  private def enumValue[T](key: String, value: Option[String], choices: Seq[(String, T)], default: T): T = {
+    val declared = kindOf(key) match {
+      case OptionKind.Choice(values) => values
+      case other                     => throw new IllegalStateException(s"$key is declared ${other.name}, not a choice")
+    }
+    require(declared == choices.map(_._1), s"$key: the parser's choices ${choices.map(_._1)} are not the declared $declared")
     value match {
       case None => default
       case Some(v) => choices.collectFirst { case (name, t) if name.equalsIgnoreCase(v) => t }
-          .getOrElse(throw ShareSourceErrors.invalidValue(key, v, s"one of ${choices.map(c => s"'${c._1}'").mkString(", ")}"))
+          .getOrElse(throw ShareSourceErrors.invalidValue(key, v, s"one of ${declared.map(c => s"'$c'").mkString(", ")}"))
     }
+  }
 
-  private def positiveLong(key: String, value: String, max: Long): Long = wholeNumber(key, value, min = 1, max = max)
+  private val TopicNameRule = "a Kafka topic name (letters, digits, '.', '_' and '-', at most 249)"
+
+  /** A whole number within the bounds the option declares. */
+  private def whole(key: String, value: String): Long = kindOf(key) match {
+    case OptionKind.Whole(min, max) => wholeNumber(key, value, min, max)
+    case other                      => throw new IllegalStateException(s"$key is declared ${other.name}, not a whole number")
+  }
 
   private def wholeNumber(key: String, value: String, min: Long, max: Long): Long = {
     val parsed =

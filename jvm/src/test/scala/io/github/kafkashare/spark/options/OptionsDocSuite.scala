@@ -14,6 +14,15 @@ class OptionsDocSuite extends AnyFunSuite {
     )
   }
 
+  test("the Python package's options_spec.json is what the option declarations generate") {
+    val file   = Paths.get(sys.props.getOrElse("kafkashare.root", ".."), OptionsDoc.SpecFile)
+    val onDisk = new String(Files.readAllBytes(file), "UTF-8")
+    assert(
+      onDisk == OptionsDoc.spec,
+      s"${OptionsDoc.SpecFile} is out of date: build/sbt \"connector/runMain io.github.kafkashare.spark.options.OptionsDoc\""
+    )
+  }
+
   test("every option the parser reads is declared") {
     val declared = OptionDeclarations.all.map(_.key).toSet
     Seq(

@@ -27,6 +27,29 @@ class ShareSourceOptionsSuite extends AnyFunSuite {
     assert(o.readDurationMs == 1000L)
   }
 
+  test("bounds and topic names are checked as declared (the Python builder checks the same declarations)") {
+    OptionDeclarations.all.foreach { d =>
+      d.kind match {
+        case OptionKind.Whole(min, max) if max < Long.MaxValue =>
+          val tooBig = failure(required + (d.key -> (max + 1).toString) ++ requirementsOf(d.key))
+          assert(
+            tooBig.contains(s"option '${d.key}' has the invalid value '${max + 1}'; expected a whole number between $min and $max"),
+            tooBig
+          )
+          ShareSourceOptions.parse(required + (d.key -> max.toString) ++ requirementsOf(d.key))
+        case _ =>
+      }
+    }
+    assert(failure(required + ("subscribe" -> "orders,bad topic")).contains("'bad topic'; expected a Kafka topic name"))
+    assert(failure(required ++ requirementsOf("kafka.share.deadLetterTopic") + ("kafka.share.deadLetterTopic" -> "..")).contains(
+      "expected a Kafka topic name"
+    ))
+  }
+
+  /** The options an option applies only with. */
+  private def requirementsOf(key: String): Map[String, String] =
+    if (key == "kafka.share.deadLetterTopic") Map("kafka.share.maxDeliveries" -> "3") else Map.empty
+
   test("read duration: 0 polls once; negative or not a number names the option") {
     assert(ShareSourceOptions.parse(required + ("kafka.share.read.duration.ms" -> "0")).readDurationMs == 0L)
     assert(ShareSourceOptions.parse(required + ("kafka.share.read.duration.ms" -> "2500")).readDurationMs == 2500L)
