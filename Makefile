@@ -24,7 +24,7 @@ JVM_SOURCES     := build.sbt versions.properties project/plugins.sbt $(shell fin
 HARNESS_SOURCES := build.sbt versions.properties $(shell find tests/harness/src -type f 2>/dev/null)
 PY_SOURCES      := python/pyproject.toml python/README.md $(shell find $(PKG) -name '*.py' -o -name py.typed -o -name options_spec.json 2>/dev/null | grep -v _version.py)
 
-.PHONY: demo test test-jvm test-python test-compat typecheck lint format build wheel publish bench bench-scaling bench-latency bench-cost metrics-picture chaos longrun clean
+.PHONY: demo test test-jvm test-python test-compat typecheck lint format build wheel publish bench bench-scaling bench-latency bench-cost metrics-picture backlog-picture chaos longrun clean
 
 demo: $(VENV)/installed-wheel
 	$(PY) python/examples/demo.py
@@ -93,6 +93,10 @@ $(VENV_OLDEST)/installed-wheel: $(WHEEL) $(HARNESS) versions.properties
 # What a healthy stream's metrics look like, from a real run: docs/images/healthy-stream.png (docs/observability.md).
 metrics-picture: $(VENV)/installed-wheel $(VENV)/installed-tools
 	$(PY) tests/bench/healthy_stream.py $(PICTURE_ARGS)
+
+# The backlog metric building up and draining (docs/observability.md): make backlog-picture BACKLOG_ARGS="--rate 3000"
+backlog-picture: $(VENV)/installed-wheel $(VENV)/installed-tools
+	$(PY) tests/bench/backlog_stream.py $(BACKLOG_ARGS)
 
 # The failure suite: F1 to F11 x every strategy, and a 3-node cluster losing a node (docs/reliability.md).
 # Parameters: make chaos CHAOS_ARGS="--seed 42 --records 4000 --failures F3,F6 --strategies checkpoint-dedup"

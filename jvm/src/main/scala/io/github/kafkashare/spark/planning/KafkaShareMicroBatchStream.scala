@@ -8,7 +8,7 @@ import scala.util.control.NonFatal
 import io.github.kafkashare.spark.ack.ExplicitQueries
 import io.github.kafkashare.spark.consumer.{ConsumerKey, ShareConsumerPool}
 import io.github.kafkashare.spark.errors.ShareSourceErrors
-import io.github.kafkashare.spark.metrics.QueryTotals
+import io.github.kafkashare.spark.metrics.{Backlog, QueryTotals}
 import io.github.kafkashare.spark.offsets._
 import io.github.kafkashare.spark.offsets.store.CheckpointStore
 import io.github.kafkashare.spark.options.{AcknowledgmentMode, ShareSourceOptions}
@@ -61,12 +61,16 @@ final class KafkaShareMicroBatchStream(
   private val commitLogDir = new Path(queryRoot, "commits")
   private val markers      = new SourceMarkers(checkpointDir, hadoopConf)
   markers.clearStopped() // a stop of an earlier run of this query: its executors' consumers are closed
-  private val sparkBatchIds  = new SparkBatchIds(new Path(queryRoot, "offsets"), hadoopConf)
-  private var topics         = cluster.resolveTopics()
-  private var plannedEnds    = Map.empty[(String, Int), Long]
-  private var plannedAt      = System.nanoTime
-  private var probeWaitMs    = lockDurationMs
-  private var lastBatchStats = BatchStats(0, 0, 0)
+  private val sparkBatchIds = new SparkBatchIds(new Path(queryRoot, "offsets"), hadoopConf)
+  private var topics        = cluster.resolveTopics()
+  private var plannedEnds   = Map.empty[(String, Int), Long]
+  private var plannedAt     = System.nanoTime
+  // The group's backlog at the last look (every trigger), and at the planning of the last two batches.
+  private var backlog                         = Backlog.none
+  private var backlogAtPlan: Option[Long]     = None
+  private var backlogAtLastPlan: Option[Long] = None
+  private var probeWaitMs                     = lockDurationMs
+  private var lastBatchStats                  = BatchStats(0, 0, 0)
 
   override def initialOffset(): Offset = ShareSourceOffset.initial
 
@@ -125,6 +129,7 @@ final class KafkaShareMicroBatchStream(
       start,
       now.ids
     )
+    backlog = Backlog.of(ends, startOffsets, pinned)
 
     val firstRun = start.batch < 0 || plannedEnds.isEmpty
     val gotSome  = lastBatchStats.records > 0
@@ -156,6 +161,8 @@ final class KafkaShareMicroBatchStream(
 
     plannedEnds = ends
     plannedAt = System.nanoTime
+    backlogAtLastPlan = backlogAtPlan
+    backlogAtPlan = Some(backlog.total)
     refreshDeliveryLimit()
     // The ids of topics still pinned stay recorded while they are gone (a pattern's topic deleted):
     // when one comes back under its name, the new id tells its records from the pinned ones.
@@ -327,13 +334,16 @@ final class KafkaShareMicroBatchStream(
   override def metrics(latestConsumedOffset: util.Optional[Offset]): util.Map[String, String] = {
     val pinnedRanges = if (latestConsumedOffset.isPresent) ShareSourceOffset.of(latestConsumedOffset.get).pinned.rangeCount else 0
     (Map(
-      "lastBatch"                 -> lastBatchStats.batch.toString,
-      "lastBatchRecordsAcquired"  -> lastBatchStats.records.toString,
-      "lastBatchMaxDeliveryCount" -> lastBatchStats.maxDeliveryCount.toString,
-      "pinnedRanges"              -> pinnedRanges.toString,
-      "parallelism"               -> parallelism.toString,
-      "lockDurationMs"            -> lockDurationMs.toString,
-      "deliveryCountLimit"        -> deliveryLimit.fold("-")(_.toString)
+      "lastBatch"                   -> lastBatchStats.batch.toString,
+      "lastBatchRecordsAcquired"    -> lastBatchStats.records.toString,
+      "lastBatchMaxDeliveryCount"   -> lastBatchStats.maxDeliveryCount.toString,
+      "pinnedRanges"                -> pinnedRanges.toString,
+      "parallelism"                 -> parallelism.toString,
+      "lockDurationMs"              -> lockDurationMs.toString,
+      "deliveryCountLimit"          -> deliveryLimit.fold("-")(_.toString),
+      "backlogRecords"              -> backlog.total.toString,
+      "backlogRecordsByTopic"       -> backlog.render,
+      "backlogChangeSinceLastBatch" -> backlogAtLastPlan.fold("0")(before => (backlog.total - before).toString)
     ) ++ totals.asMetrics).asJava
   }
 

@@ -147,6 +147,24 @@ class SourceBehaviourSuite extends ShareStreamTest {
         // creates one (suites share the machine with other suites).
         assert(q.sink.batchSizes.size >= 4, q.sink.batchSizes)
         assert(Set("2", "3")(metrics("consumersCreatedTotal")), metrics)
+      },
+      Assert("the backlog drains, batch by batch, to 0") { q =>
+        def backlogs = q.progress.map(_.sources.head.metrics.asScala).filter(_.contains("backlogRecords"))
+        // The batch after the last one with records plans against an empty backlog.
+        eventually(60.seconds, "a progress with backlog 0 after everything landed")(backlogs.lastOption.exists(_("backlogRecords") == "0"))
+        val totals = backlogs.map(_("backlogRecords").toLong)
+        info(s"backlog at each batch: ${totals.mkString(", ")}")
+        // Partitions the group has not read yet count 0 (where it starts there is its reset policy), so the
+        // first batches see part of it; from its peak on, what is left of the 500 shrinks with every batch.
+        assert(totals.exists(n => n >= 200 && n <= 400), s"no batch saw most of the backlog: $totals")
+        val drain = totals.drop(totals.indexOf(totals.max))
+        assert(
+          drain.sliding(2).forall(w => w.size < 2 || w(1) <= w(0)),
+          s"the backlog grew after its peak: $totals"
+        )
+        assert(backlogs.exists(_("backlogRecordsByTopic").startsWith(s"${topic.topic}=")), backlogs.last)
+        val changes = backlogs.map(_("backlogChangeSinceLastBatch").toLong)
+        assert(changes.exists(_ < 0), s"no batch reported a shrinking backlog: $changes")
       }
     )
   }

@@ -1,0 +1,37 @@
+package io.github.kafkashare.spark.metrics
+
+import io.github.kafkashare.spark.offsets.TopicPartitionRanges
+
+/**
+ * The records available to the share group, per topic: what users size and autoscale a queue by.
+ *
+ * Per partition, the log end offset minus the group's start offset (below which everything is
+ * acknowledged for good), minus the records this query pinned above the start offset (acknowledged,
+ * or held until the batch commits: the start offset trails acknowledgements, docs/kafka-facts.md).
+ * Works on 4.1 brokers: it needs only ListOffsets and ListShareGroupOffsets.
+ *
+ * What the source cannot see is counted as available: records that other members of the group
+ * (other queries, other consumers) hold or acknowledged above the start offset. A partition the group
+ * has never read counts 0: where reading starts there is the group's share.auto.offset.reset.
+ */
+final case class Backlog(byTopic: Map[String, Long]) {
+  def total: Long = byTopic.valuesIterator.sum
+
+  /** `topic=records` pairs, by topic, for a progress metric (a string, as Spark's metrics are). */
+  def render: String = byTopic.toSeq.sorted.map { case (t, n) => s"$t=$n" }.mkString(",")
+}
+
+object Backlog {
+  val none: Backlog = Backlog(Map.empty)
+
+  def of(ends: Map[(String, Int), Long], startOffsets: Map[(String, Int), Long], pinned: TopicPartitionRanges): Backlog =
+    Backlog(
+      ends.toSeq.map { case ((topic, partition), end) =>
+        val available = startOffsets.get((topic, partition)).fold(0L) { start =>
+          val pinnedAbove = pinned.byPartition.get((topic, partition)).fold(0L)(_.countWithin(start, end))
+          math.max(0L, end - start - pinnedAbove)
+        }
+        topic -> available
+      }.groupMapReduce(_._1)(_._2)(_ + _)
+    )
+}
