@@ -89,6 +89,8 @@ def test_sasl_plain_with_the_documented_login_module_reads_everything_and_shows_
     assert result["distinct"] == 500, result.get("error")
     surface = result["surface"]
     assert isinstance(surface, dict) and "kafka-share" in surface["plan"] and surface["sql_ui"].startswith("[")
+    # The SQL tab's scan node shows the group's backlog (a driver metric; Spark 4.1 and later post it).
+    assert "records available to the share group when the batch was planned" in surface["sql_ui"]
     places = {"progress JSON": surface["progress"], "query plan": surface["plan"], "SQL UI (REST)": surface["sql_ui"]}
     driver_logs = list(SPARK_LOGS.glob("*test_sasl_plain*"))
     executor_logs = list((Path(pyspark.__file__).parent / "work" / str(result["app_id"])).glob("*/std*"))

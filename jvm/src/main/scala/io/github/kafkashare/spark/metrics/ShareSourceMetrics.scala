@@ -35,6 +35,10 @@ class ConsumersCreatedMetric
 class LockUsedPercentMetric
     extends ShareMaxMetric(ShareSourceMetrics.LockUsedPercent, "share of the lock duration the slowest task held records (%)")
 
+/** A driver metric (Scan.reportDriverMetrics): one value per batch, the backlog when it was planned. */
+final class BacklogMetric
+    extends ShareMaxMetric(ShareSourceMetrics.Backlog, "records available to the share group when the batch was planned")
+
 object ShareSourceMetrics {
   val Acquired         = "recordsAcquired"
   val Accepted         = "recordsAccepted"
@@ -46,6 +50,7 @@ object ShareSourceMetrics {
   val LockUsedPercent  = "lockUsedPercent"
   val ConsumersCreated = "consumersCreated"
   val AtLastDelivery   = "recordsAtLastDelivery"
+  val Backlog          = "backlogRecords"
 
   val supported: Array[CustomMetric] = Array(
     new RecordsAcquiredMetric,
@@ -57,7 +62,8 @@ object ShareSourceMetrics {
     new MaxDeliveryCountMetric,
     new LockUsedPercentMetric,
     new ConsumersCreatedMetric,
-    new LastDeliveryMetric
+    new LastDeliveryMetric,
+    new BacklogMetric
   )
 
   def taskMetric(metricName: String, metricValue: Long): CustomTaskMetric = new CustomTaskMetric {

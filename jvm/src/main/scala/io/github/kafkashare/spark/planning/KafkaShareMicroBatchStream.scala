@@ -331,6 +331,9 @@ final class KafkaShareMicroBatchStream(
     if (options.holdsUntilCommit) markers.purgeBefore(batch) // only the last batch's are ever waited for
   }
 
+  /** The backlog when the newest batch was planned, for the SQL tab. */
+  def backlogAtPlanning: Long = backlogAtPlan.getOrElse(0L)
+
   override def metrics(latestConsumedOffset: util.Optional[Offset]): util.Map[String, String] = {
     val pinnedRanges = if (latestConsumedOffset.isPresent) ShareSourceOffset.of(latestConsumedOffset.get).pinned.rangeCount else 0
     (Map(

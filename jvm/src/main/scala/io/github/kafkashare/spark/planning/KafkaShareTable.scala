@@ -8,7 +8,7 @@ import io.github.kafkashare.spark.metrics.ShareSourceMetrics
 import io.github.kafkashare.spark.options.{ShareSourceOptions, Subscription}
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.connector.catalog.{SupportsRead, Table, TableCapability}
-import org.apache.spark.sql.connector.metric.CustomMetric
+import org.apache.spark.sql.connector.metric.{CustomMetric, CustomTaskMetric}
 import org.apache.spark.sql.connector.read.{Scan, ScanBuilder}
 import org.apache.spark.sql.connector.read.streaming.MicroBatchStream
 import org.apache.spark.sql.types.StructType
@@ -34,14 +34,22 @@ final class KafkaShareScan(options: ShareSourceOptions) extends Scan {
   override def description(): String =
     s"kafka-share [group=${options.groupId}, ${KafkaShareTable.describe(options.subscription)}, strategy=${options.strategy.name}]"
 
+  @volatile private var stream: Option[KafkaShareMicroBatchStream] = None
+
   override def toMicroBatchStream(checkpointLocation: String): MicroBatchStream = {
     val spark = SparkSession.active
     if (spark.conf.get("spark.speculation", "false").trim.equalsIgnoreCase("true"))
       throw ShareSourceErrors.speculationEnabled()
-    KafkaShareMicroBatchStream.start(options, checkpointLocation, spark)
+    val started = KafkaShareMicroBatchStream.start(options, checkpointLocation, spark)
+    stream = Some(started)
+    started
   }
 
   override def supportedCustomMetrics(): Array[CustomMetric] = ShareSourceMetrics.supported
+
+  // The SQL tab's scan node shows it per batch (Spark 4.1 and later post driver metrics of micro-batch scans).
+  override def reportDriverMetrics(): Array[CustomTaskMetric] =
+    stream.map(s => Array(ShareSourceMetrics.taskMetric(ShareSourceMetrics.Backlog, s.backlogAtPlanning))).getOrElse(Array.empty)
 }
 
 object KafkaShareTable {
