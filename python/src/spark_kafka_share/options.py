@@ -50,7 +50,8 @@ def _check(name: str, value: object) -> None:
             raise TypeError(f"{name} takes True or False; got {value!r}")
     elif kind in ("topic", "topics"):
         for topic in [value] if kind == "topic" else list(value):  # type: ignore[call-overload]
-            if not isinstance(topic, str) or not _TOPIC_NAME.fullmatch(topic) or topic in (".", ".."):
+            # Spaces around a name are trimmed by the source (as in a comma-separated list).
+            if not isinstance(topic, str) or not _TOPIC_NAME.fullmatch(topic.strip()) or topic.strip() in (".", ".."):
                 raise ValueError(f"{name}: {topic!r} is not a Kafka topic name (letters, digits, '.', '_' and '-', at most 249)")
 
 

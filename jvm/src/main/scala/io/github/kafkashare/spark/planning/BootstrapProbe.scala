@@ -1,43 +1,52 @@
 package io.github.kafkashare.spark.planning
 
 import java.io.IOException
-import java.net.{InetAddress, InetSocketAddress, Socket}
+import java.net.{InetAddress, InetSocketAddress, Proxy, Socket}
 
 import scala.util.control.NonFatal
 
 /**
- * A TCP connection to each bootstrap address before the Admin client asks anything: the client retries
+ * A TCP connection to the bootstrap addresses before the Admin client asks anything: the client retries
  * a refused connection until its API timeout (30 s), which is long to wait for a wrong port. A broker's
  * listener accepts a connection whatever its protocol (plaintext, TLS, SASL), so this says only
- * whether something listens there.
+ * whether something listens there. Refusals are tried again until a deadline, so that a broker in a
+ * rolling restart, or one starting beside the application, is waited for a little.
  */
 object BootstrapProbe {
 
   /**
-   * None when some address of `bootstrapServers` (comma-separated host:port) accepts a connection
-   * within `timeoutMs`, or cannot be checked; else the failure of the last one tried.
+   * None when some address of `bootstrapServers` (comma-separated `[protocol://]host:port`) accepts a
+   * connection before `deadlineMs`, or none can be checked (unparsed, unresolved: the client says
+   * what is wrong with those); else the last failure.
    */
-  def firstRefusal(bootstrapServers: String, timeoutMs: Long): Option[Throwable] = {
-    val addresses               = bootstrapServers.split(",").iterator.map(_.trim).filter(_.nonEmpty).flatMap(hostAndPort).toSeq
+  def firstRefusal(bootstrapServers: String, deadlineMs: Long): Option[Throwable] = {
+    val addresses = bootstrapServers.split(",").iterator.map(_.trim).filter(_.nonEmpty).flatMap(hostAndPort).toSeq
+      .flatMap { case (host, port) =>
+        try InetAddress.getAllByName(host).toSeq.map(new InetSocketAddress(_, port))
+        catch { case NonFatal(_) => Nil }
+      }
+    if (addresses.isEmpty) return None
+    val deadline                = System.nanoTime + deadlineMs * 1000000L
     var last: Option[Throwable] = None
-    val connected = addresses.exists { case (host, port) =>
-      try {
-        InetAddress.getAllByName(host).exists { address =>
-          val socket = new Socket()
-          try { socket.connect(new InetSocketAddress(address, port), timeoutMs.toInt); true }
-          catch { case e: IOException => last = Some(e); false }
-          finally socket.close()
-        }
-      } catch { case NonFatal(e) => last = Some(e); false }
+    while (System.nanoTime < deadline) {
+      val accepted = addresses.exists { address =>
+        val leftMs = ((deadline - System.nanoTime) / 1000000L).max(1L).min(2000L)
+        val socket = new Socket(Proxy.NO_PROXY) // as the client's own channels: no SOCKS proxy
+        try { socket.connect(address, leftMs.toInt); true }
+        catch { case e: IOException => last = Some(e); false }
+        finally socket.close()
+      }
+      if (accepted) return None
+      Thread.sleep(500L.min(((deadline - System.nanoTime) / 1000000L).max(0L)))
     }
-    // Addresses the client reads differently (none parsed here) are left to the client.
-    if (connected || addresses.isEmpty) None else last
+    last
   }
 
-  /** `host:port`, `[v6]:port` or `v6:port`; None when there is no numeric port. */
-  private def hostAndPort(address: String): Option[(String, Int)] = {
-    val colon = address.lastIndexOf(':')
-    if (colon <= 0) None
-    else address.substring(colon + 1).toIntOption.map(port => (address.substring(0, colon).stripPrefix("[").stripSuffix("]"), port))
+  private val Address = """^(?:[0-9a-zA-Z\-%._]*://)?\[?([0-9a-zA-Z\-%._:]*)]?:([0-9]+)$""".r
+
+  /** `host:port`, `[v6]:port`, with or without a `PROTOCOL://` prefix (as Kafka's client reads them). */
+  private def hostAndPort(address: String): Option[(String, Int)] = address match {
+    case Address(host, port) if host.nonEmpty => port.toIntOption.map(host -> _)
+    case _                                    => None
   }
 }

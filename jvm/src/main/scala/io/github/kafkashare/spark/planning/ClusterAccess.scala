@@ -27,14 +27,17 @@ final class ClusterAccess(options: ShareSourceOptions) extends AutoCloseable wit
     try Admin.create(props)
     catch {
       // The client refuses to start when no bootstrap host resolves; its own message names neither the option nor the host.
-      case e: KafkaException if Iterator.iterate[Throwable](e)(_.getCause).takeWhile(_ != null).exists(_.isInstanceOf[ConfigException]) =>
+      case e: KafkaException
+          if Iterator.iterate[Throwable](e)(_.getCause).takeWhile(_ != null).exists(c =>
+            c.isInstanceOf[ConfigException] && String.valueOf(c.getMessage).contains("No resolvable bootstrap urls")
+          ) =>
         throw ShareSourceErrors.bootstrapUnresolvable(options.bootstrapServers, e)
     }
   }
 
   /**
    * Fails with a clear error unless a broker answers and the cluster has share groups enabled.
-   * A bootstrap address that refuses connections is said at once, not after the client's 30 s of retries.
+   * Bootstrap addresses that refuse connections are said within seconds, not after the client's 30 s of retries.
    */
   def checkShareGroupsServed(): Unit = {
     admin // first: an unresolvable host is its own error
@@ -191,7 +194,7 @@ object ClusterAccess {
 
   /** How long the driver waits for the cluster before it gives up with a clear error. */
   val TimeoutMs                 = 30000L
-  val ProbeTimeoutMs            = 5000L
+  val ProbeTimeoutMs            = 8000L
   val DefaultLockDurationMs     = 30000L
   val DefaultDeliveryCountLimit = 5
 }

@@ -116,6 +116,7 @@ final class KafkaShareMicroBatchStream(
       if (!saidNoTopic) logInfo(s"kafka-share: no topic matches ${KafkaShareTable.describe(options.subscription)} yet; " +
         "waiting for one (no batch runs meanwhile)")
       saidNoTopic = true
+      backlog = Backlog.none
       // Before the first batch, no offset at all: Spark takes even the initial offset for new data.
       return if (start.batch < 0) null else start
     }

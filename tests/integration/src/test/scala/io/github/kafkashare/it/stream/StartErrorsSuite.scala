@@ -71,11 +71,11 @@ class StartErrorsSuite extends ShareStreamTest {
     expectMessage(good + ("subscribe" -> s"${topic.topic},no-such-topic"), "topic(s) no-such-topic do not exist")
   }
 
-  test("an unreachable broker is named at once, with the option") {
+  test("an unreachable broker is named within seconds, with the option") {
     val (_, good)       = goodOptions()
     val (message, secs) = failureOf(good + ("kafka.bootstrap.servers" -> s"127.0.0.1:${closedPort()}"))
     assert(message.contains("no Kafka broker answered at '127.0.0.1:") && message.contains("option 'kafka.bootstrap.servers'"), message)
-    assert(secs < 10, s"took $secs s: a refused connection is said at once, not after the client's 30 s of retries")
+    assert(secs < 20, s"took $secs s: refused connections are said within seconds, not after the client's 30 s of retries")
   }
 
   test("a bootstrap host that does not resolve is named at once, with the option") {
