@@ -1,10 +1,11 @@
 """`make backlog-picture`: a share group's backlog building up and draining, from a real run.
 
-Starts a broker and produces at a rate the query is held below (`maxRecordsPerTrigger` per 1 s trigger),
-so the backlog builds up; then the producer stops and the query drains it. Keeps every query progress
+Starts a broker and produces at a rate above what the query's sink takes (a foreachBatch that spends
+1 s per `--capacity` records, as a slow downstream would), so the backlog builds up; then the producer
+stops and the query drains it. Keeps every query progress
 event and draws docs/images/backlog.png: the source's `backlogRecords` metric, and rows in and out.
 
-Usage: backlog_stream.py [--seconds 30] [--rate 3000] [--per-trigger 1500] [--out docs/images/backlog.png]
+Usage: backlog_stream.py [--seconds 30] [--rate 2000] [--capacity 1000] [--out docs/images/backlog.png]
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ import matplotlib  # noqa: E402
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 from healthy_stream import _seconds  # noqa: E402
-from pyspark.sql import SparkSession  # noqa: E402
+from pyspark.sql import DataFrame, SparkSession  # noqa: E402
 
 import spark_kafka_share  # noqa: E402
 from harness import Broker, broker_versions, harness  # noqa: E402
@@ -34,8 +35,8 @@ from spark_kafka_share import KafkaShareOptions  # noqa: E402
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seconds", type=int, default=30, help="how long the producer writes")
-    parser.add_argument("--rate", type=int, default=3000, help="records produced per second")
-    parser.add_argument("--per-trigger", type=int, default=1500, help="maxRecordsPerTrigger (1 s trigger)")
+    parser.add_argument("--rate", type=int, default=2000, help="records produced per second")
+    parser.add_argument("--capacity", type=int, default=1000, help="records per second the sink takes")
     parser.add_argument("--out", default=str(ROOT / "docs" / "images" / "backlog.png"))
     args = parser.parse_args()
 
@@ -58,13 +59,16 @@ def main() -> None:
             subscribe=["orders"],
             strategy="checkpoint-dedup",
             parallelism=2,
-            max_records_per_trigger=args.per_trigger,
         )
+
+        def slow_sink(batch: DataFrame, batch_id: int) -> None:
+            time.sleep(batch.count() / args.capacity)
+
         query = (
             spark.readStream.format("kafka-share")
             .options(**options.to_dict())
             .load()
-            .writeStream.format("noop")
+            .writeStream.foreachBatch(slow_sink)
             .option("checkpointLocation", str(work / "checkpoint"))
             .trigger(processingTime="1 second")
             .start()
@@ -102,10 +106,9 @@ def draw(progress: list[dict[str, object]], out: Path, args: argparse.Namespace)
     backlog.set_ylabel("records")
     backlog.legend(loc="upper right")
     backlog.set_title(
-        f"Backlog of a share group: {args.rate}/s produced for {args.seconds} s, read at most {args.per_trigger} per 1 s batch"
+        f"Backlog of a share group: {args.rate}/s produced for {args.seconds} s, a sink that takes {args.capacity}/s"
     )
     rows.plot(t, [int(p["numInputRows"]) for p in progress], label="records per batch")  # type: ignore[call-overload]
-    rows.axhline(args.per_trigger, color="grey", linestyle=":", label="maxRecordsPerTrigger")
     rows.set_ylabel("records")
     rows.set_xlabel("seconds since the first batch")
     rows.legend(loc="upper right")
