@@ -13,7 +13,6 @@ from __future__ import annotations
 import argparse
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 
@@ -24,11 +23,10 @@ import matplotlib  # noqa: E402
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
-from healthy_stream import _seconds  # noqa: E402
-from pyspark.sql import DataFrame, SparkSession  # noqa: E402
+from healthy_stream import _seconds, local_spark, rate_producer  # noqa: E402
+from pyspark.sql import DataFrame  # noqa: E402
 
-import spark_kafka_share  # noqa: E402
-from harness import Broker, broker_versions, harness  # noqa: E402
+from harness import Broker, broker_versions  # noqa: E402
 from spark_kafka_share import KafkaShareOptions  # noqa: E402
 
 
@@ -44,15 +42,8 @@ def main() -> None:
     broker = Broker(broker_versions()[-1], work / "broker").start()
     produced = args.rate * args.seconds
     try:
-        broker.create_topic("orders", 2)
-        broker.group_config("orders-processing", {"share.auto.offset.reset": "earliest"})
-        producer = threading.Thread(
-            target=harness,
-            args=("produce-rate", broker.bootstrap, "orders", str(args.rate), str(args.seconds)),
-            kwargs={"timeout": args.seconds + 300},
-        )
-        spark = spark_kafka_share.configure(SparkSession.builder.master("local[4]")).getOrCreate()
-        spark.sparkContext.setLogLevel("ERROR")
+        producer = rate_producer(broker, "orders", "orders-processing", args.rate, args.seconds)
+        spark = local_spark()
         options = KafkaShareOptions(
             bootstrap_servers=broker.bootstrap,
             group_id="orders-processing",

@@ -41,15 +41,8 @@ def main() -> None:
     work = Path(tempfile.mkdtemp(prefix="healthy-stream-"))
     broker = Broker(broker_versions()[-1], work / "broker").start()
     try:
-        broker.create_topic("events", 2)
-        broker.group_config("events-processing", {"share.auto.offset.reset": "earliest"})
-        producer = threading.Thread(
-            target=harness,
-            args=("produce-rate", broker.bootstrap, "events", str(args.rate), str(args.seconds)),
-            kwargs={"timeout": args.seconds + 300},
-        )
-        spark = spark_kafka_share.configure(SparkSession.builder.master("local[4]")).getOrCreate()
-        spark.sparkContext.setLogLevel("ERROR")
+        producer = rate_producer(broker, "events", "events-processing", args.rate, args.seconds)
+        spark = local_spark()
         options = KafkaShareOptions(
             bootstrap_servers=broker.bootstrap,
             group_id="events-processing",
@@ -79,6 +72,25 @@ def main() -> None:
     finally:
         broker.stop()
     draw([events[b] for b in sorted(events)], Path(args.out), args.rate)
+
+
+def rate_producer(broker: Broker, topic: str, group: str, rate: int, seconds: int) -> threading.Thread:
+    """A 2-partition topic, a group that reads it from its first record, and a thread (not started yet) that
+    produces `rate` records a second to it for `seconds`."""
+    broker.create_topic(topic, 2)
+    broker.group_config(group, {"share.auto.offset.reset": "earliest"})
+    return threading.Thread(
+        target=harness,
+        args=("produce-rate", broker.bootstrap, topic, str(rate), str(seconds)),
+        kwargs={"timeout": seconds + 300},
+    )
+
+
+def local_spark() -> SparkSession:
+    """Spark in this process with the connector, 4 cores, quiet."""
+    spark = spark_kafka_share.configure(SparkSession.builder.master("local[4]")).getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
 
 
 def draw(progress: list[dict[str, object]], out: Path, rate: int) -> None:
