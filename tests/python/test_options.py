@@ -122,3 +122,11 @@ def test_the_builder_has_a_field_for_every_declared_option_and_no_other() -> Non
 def test_the_type_hints_list_the_declared_choices(field: str, literal: object) -> None:
     spec = next(o for o in options_module.SPEC if o["python"] == field)
     assert list(typing.get_args(literal)) == spec["values"]
+
+
+def test_starting_offsets_is_passed_only_when_set() -> None:
+    """Unset, the source leaves the group's share.auto.offset.reset alone, so the builder must not pass a default."""
+    unset = KafkaShareOptions(bootstrap_servers="b:9092", group_id="g", subscribe=["a"]).to_dict()
+    assert "startingOffsets" not in unset
+    earliest = KafkaShareOptions(bootstrap_servers="b:9092", group_id="g", subscribe=["a"], starting_offsets="earliest")
+    assert earliest.to_dict()["startingOffsets"] == "earliest"

@@ -75,7 +75,8 @@ class KafkaShareOptions:
     lock_timeout_ms: Optional[int] = None
     include_headers: bool = False
     max_records_per_trigger: Optional[int] = None
-    starting_offsets: StartingOffsets = "latest"
+    starting_offsets: Optional[StartingOffsets] = None
+    """Where a group with no state starts; None leaves the group's share.auto.offset.reset (broker default: latest)."""
     poll_timeout_ms: Optional[int] = None
     read_duration_ms: Optional[int] = None
     """How long a read task keeps polling while there is a backlog (0: one poll per task)."""

@@ -95,7 +95,7 @@ object ShareSourceErrors {
   def notAuthorized(bootstrap: String, group: String, cause: Throwable): ShareSourceException =
     error(
       s"the Kafka cluster at '$bootstrap' denied an operation (${cause.getMessage}). The user needs READ and " +
-        s"DESCRIBE on the topics, READ on group '$group' and DESCRIBE_CONFIGS/ALTER_CONFIGS on it for startingOffsets",
+        s"DESCRIBE on the topics, READ and DESCRIBE_CONFIGS on group '$group', and ALTER_CONFIGS on it when the query sets startingOffsets",
       cause
     )
 

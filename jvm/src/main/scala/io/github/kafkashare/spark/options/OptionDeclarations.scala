@@ -121,8 +121,8 @@ object OptionDeclarations {
       StartingOffsetsKey,
       "starting_offsets",
       Choice(Seq("earliest", "latest")),
-      "latest",
-      "earliest or latest: sets the group's share.auto.offset.reset, only while the group has no state."
+      "(the group's)",
+      "earliest or latest: sets the group's share.auto.offset.reset, only while the group has no state. Unset, the source leaves the group's setting alone: a group someone configured with kafka-configs.sh keeps it, and a new group starts at the broker's default, latest."
     ),
     OptionDeclaration(
       PollTimeoutMs,

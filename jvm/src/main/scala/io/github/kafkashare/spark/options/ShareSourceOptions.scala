@@ -60,7 +60,7 @@ final case class ShareSourceOptions(
     lockTimeoutMs: Option[Long],
     includeHeaders: Boolean,
     maxRecordsPerTrigger: Option[Long],
-    startingOffsets: StartingOffsets,
+    startingOffsets: Option[StartingOffsets],
     pollTimeoutMs: Long,
     failOnDataLoss: Boolean,
     kafkaParams: Map[String, String],
@@ -113,11 +113,15 @@ object ShareSourceOptions {
       lockTimeoutMs = get(LockTimeoutMs).map(v => whole(LockTimeoutMs, v)),
       includeHeaders = get(IncludeHeaders).exists(v => boolean(IncludeHeaders, v)),
       maxRecordsPerTrigger = get(MaxRecordsPerTrigger).map(v => whole(MaxRecordsPerTrigger, v)),
-      startingOffsets = enumValue(
-        StartingOffsetsKey,
-        get(StartingOffsetsKey),
-        Seq("earliest" -> StartingOffsets.Earliest, "latest" -> StartingOffsets.Latest),
-        StartingOffsets.Latest
+      // Unset, the group's own share.auto.offset.reset applies: the group is the authority on where it
+      // reads, and users set it there (kafka-configs.sh) as Kafka's docs tell them.
+      startingOffsets = get(StartingOffsetsKey).map(v =>
+        enumValue(
+          StartingOffsetsKey,
+          Some(v),
+          Seq("earliest" -> StartingOffsets.Earliest, "latest" -> StartingOffsets.Latest),
+          StartingOffsets.Latest
+        )
       ),
       pollTimeoutMs = get(PollTimeoutMs).map(v => whole(PollTimeoutMs, v)).getOrElse(DefaultPollTimeoutMs),
       failOnDataLoss = get(FailOnDataLoss).forall(v => boolean(FailOnDataLoss, v)),

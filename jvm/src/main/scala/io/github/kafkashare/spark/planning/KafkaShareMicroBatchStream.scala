@@ -429,7 +429,7 @@ object KafkaShareMicroBatchStream extends Logging {
     try {
       cluster.checkShareGroupsServed()
       cluster.resolveTopics()
-      cluster.applyStartingOffsets(options.startingOffsets)
+      options.startingOffsets.foreach(cluster.applyStartingOffsets)
       val lockDurationMs = options.lockTimeoutMs.getOrElse(cluster.lockDurationMs())
       val deliveryLimit  = cluster.deliveryCountLimit()
       val parallelism    = options.parallelism.getOrElse(spark.sparkContext.defaultParallelism)

@@ -96,6 +96,20 @@ class SourceBehaviourSuite extends ShareStreamTest {
     )
   }
 
+  test("without startingOffsets the group's own share.auto.offset.reset applies") {
+    // Seen failing: the source set the group to its default, latest, when the group had no state yet,
+    // overriding what its owner had configured, and skipped everything written before the query.
+    val topic = prepare()
+    topic.kafka.readFromEarliest(topic.group)
+    val byDefault = topic.query("checkpoint-dedup")
+    val query     = new ShareQuery(SharedSpark.session, byDefault.options - "startingOffsets", byDefault.checkpoint)
+    testStream(query)(
+      AddRecords(topic, 300),
+      StartStream(),
+      CheckLanded(300)
+    )
+  }
+
   test("subscribePattern reads every matching topic and no other") {
     val topic   = prepare(partitions = 1)
     val prefix  = fresh("pattern")
