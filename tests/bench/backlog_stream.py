@@ -5,7 +5,10 @@ Starts a broker and produces at a rate above what the query's sink takes (a fore
 stops and the query drains it. Keeps every query progress
 event and draws docs/images/backlog.png: the source's `backlogRecords` metric, and rows in and out.
 
-Usage: backlog_stream.py [--seconds 30] [--rate 2000] [--capacity 1000] [--out docs/images/backlog.png]
+Batches are bounded (maxRecordsPerTrigger, `--batch`), as a production query's are: without a bound
+each batch takes the whole backlog and the picture has a handful of points.
+
+Usage: backlog_stream.py [--seconds 30] [--rate 2000] [--capacity 1000] [--batch 2000] [--out docs/images/backlog.png]
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ def main() -> None:
     parser.add_argument("--seconds", type=int, default=30, help="how long the producer writes")
     parser.add_argument("--rate", type=int, default=2000, help="records produced per second")
     parser.add_argument("--capacity", type=int, default=1000, help="records per second the sink takes")
+    parser.add_argument("--batch", type=int, default=2000, help="maxRecordsPerTrigger")
     parser.add_argument("--out", default=str(ROOT / "docs" / "images" / "backlog.png"))
     args = parser.parse_args()
 
@@ -50,6 +54,7 @@ def main() -> None:
             subscribe=["orders"],
             strategy="checkpoint-dedup",
             parallelism=2,
+            max_records_per_trigger=args.batch,
         )
 
         def slow_sink(batch: DataFrame, batch_id: int) -> None:
@@ -91,15 +96,16 @@ def draw(progress: list[dict[str, object]], out: Path, args: argparse.Namespace)
     t = [_seconds(str(p["timestamp"])) - start for p in progress]
     metrics = [p["sources"][0]["metrics"] for p in progress]  # type: ignore[index]
     fig, (backlog, rows) = plt.subplots(2, 1, figsize=(9, 7), sharex=True)
-    backlog.plot(t, [int(m.get("backlogRecords", 0)) for m in metrics], label="backlogRecords")
+    backlog.plot(t, [int(m.get("backlogRecords", 0)) for m in metrics], marker=".", label="backlogRecords")
     backlog.plot(t, [int(m.get("backlogChangeSinceLastBatch", 0)) for m in metrics], label="backlogChangeSinceLastBatch")
     backlog.axvline(args.seconds, color="grey", linestyle=":", label="producer stops")
     backlog.set_ylabel("records")
     backlog.legend(loc="upper right")
     backlog.set_title(
-        f"Backlog of a share group: {args.rate}/s produced for {args.seconds} s, a sink that takes {args.capacity}/s"
+        f"Backlog of a share group: {args.rate}/s produced for {args.seconds} s, a sink that takes {args.capacity}/s,\n"
+        f"batches of at most {args.batch} (maxRecordsPerTrigger)"
     )
-    rows.plot(t, [int(p["numInputRows"]) for p in progress], label="records per batch")  # type: ignore[call-overload]
+    rows.plot(t, [int(p["numInputRows"]) for p in progress], marker=".", label="records per batch")  # type: ignore[call-overload]
     rows.set_ylabel("records")
     rows.set_xlabel("seconds since the first batch")
     rows.legend(loc="upper right")
