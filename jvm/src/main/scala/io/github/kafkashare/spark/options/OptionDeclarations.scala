@@ -115,7 +115,9 @@ object OptionDeclarations {
       "(none)",
       "Upper bound on records per batch, split evenly over the input partitions. " +
         "Records on their last delivery attempt " +
-        "(`share.delivery.count.limit`) are taken even past the bound: going back to the group would get them archived."
+        "(`share.delivery.count.limit`) are taken even past the bound: going back to the group would get them archived. " +
+        "A task's share below 500 also becomes its consumer's max.poll.records (unless kafka.max.poll.records is set), " +
+        "so that consumers do not acquire records their task will not take."
     ),
     OptionDeclaration(
       StartingOffsetsKey,

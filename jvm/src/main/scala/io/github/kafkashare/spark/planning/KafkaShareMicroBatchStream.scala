@@ -261,7 +261,7 @@ final class KafkaShareMicroBatchStream(
   // (its checkpoint): what it fetched ahead, or still has in its buffer, is that query's subscription's.
   private val consumerKey = ConsumerKey(
     options.groupId,
-    options.kafkaParams,
+    KafkaShareMicroBatchStream.clientSettings(options, parallelism),
     lockDurationMs / 2,
     subscription = KafkaShareTable.describe(options.subscription),
     query = checkpointDir
@@ -398,6 +398,26 @@ final class KafkaShareMicroBatchStream(
 final case class BatchStats(batch: Long, records: Long, maxDeliveryCount: Int)
 
 object KafkaShareMicroBatchStream extends Logging {
+
+  /** Kafka's default max.poll.records. */
+  private val ClientMaxPollRecords = 500
+
+  /**
+   * The share consumers' client settings: the user's, and a max.poll.records no larger than a task's
+   * share of maxRecordsPerTrigger. Why: the broker acquires up to max.poll.records (rounded up to whole
+   * record batches) per fetch. What a task does not take waits locked, in the carry or the client's
+   * buffer, and each time it goes back to the group (its carry aged, its consumer closed, the driver
+   * crashed) the broker counts a delivery attempt for records nobody read: small batches then walked
+   * records towards share.delivery.count.limit, where brokers hand them out one at a time. A setting
+   * the user gave is kept; a share above Kafka's default keeps the default (tasks that may poll again do).
+   */
+  def clientSettings(options: ShareSourceOptions, parallelism: Int): Map[String, String] =
+    options.maxRecordsPerTrigger match {
+      case Some(max) if !options.kafkaParams.contains("max.poll.records") =>
+        val share = math.max(1L, (max + parallelism - 1) / parallelism)
+        if (share < ClientMaxPollRecords) options.kafkaParams + ("max.poll.records" -> share.toString) else options.kafkaParams
+      case _ => options.kafkaParams
+    }
 
   /** The longest wait between probe batches that keep finding nothing. */
   val MaxProbeWaitMs: Long = 10 * 60 * 1000L

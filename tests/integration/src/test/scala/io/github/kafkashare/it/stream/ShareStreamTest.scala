@@ -73,9 +73,10 @@ abstract class ShareStreamTest extends AnyFunSuite {
       catch { case e: Exception => info(s"stopping the query: $e") }
 
   private def run(query: ShareQuery, action: StreamAction): Unit = action match {
-    case AddRecords(prepared, count, firstKey) => prepared.kafka.produce(prepared.topic, count, firstKey = firstKey)
-    case StartStream(trigger)                  => query.start(trigger)
-    case StopStream                            => query.stop()
+    case AddRecords(prepared, count, firstKey, valueBytes) =>
+      prepared.kafka.produce(prepared.topic, count, valueBytes, firstKey = firstKey)
+    case StartStream(trigger) => query.start(trigger)
+    case StopStream           => query.stop()
     case AwaitTermination(within) =>
       assert(query.query.awaitTermination(within.toMillis), s"the query did not end within $within")
       query.query.exception.foreach(e => throw e)

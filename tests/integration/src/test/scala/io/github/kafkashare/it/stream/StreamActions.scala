@@ -44,8 +44,8 @@ final case class Prepared(broker: KafkaBroker, topic: String, group: String) {
 /** A step of a stream test (ShareStreamTest.testStream), in the style of Spark's StreamTest actions. */
 sealed trait StreamAction extends Product
 
-/** Produces `count` records with keys firstKey.. to the prepared topic. */
-final case class AddRecords(prepared: Prepared, count: Int, firstKey: Int = 0) extends StreamAction
+/** Produces `count` records with keys firstKey.. and values of `valueBytes` bytes to the prepared topic. */
+final case class AddRecords(prepared: Prepared, count: Int, firstKey: Int = 0, valueBytes: Int = 100) extends StreamAction
 
 final case class StartStream(trigger: Trigger = Trigger.ProcessingTime(200)) extends StreamAction
 
