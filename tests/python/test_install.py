@@ -63,6 +63,19 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def _assert_errors_carry_conditions(errors: dict[str, dict[str, Any]]) -> None:
+    """The source's errors reach Python as Spark errors: getCondition() and getSqlState() name them, and a
+    query the cluster stopped says the condition in its StreamingQueryException."""
+    missing, misspelt, topic = errors["missing"], errors["misspelt"], errors["missing_topic"]
+    assert (missing["condition"], missing["sqlState"]) == ("KAFKA_SHARE_INVALID_OPTION.MISSING", "42616"), missing
+    assert missing["type"] == "IllegalArgumentException", missing
+    assert "option 'kafka.bootstrap.servers' is required" in missing["message"], missing
+    assert misspelt["condition"] == "KAFKA_SHARE_INVALID_OPTION.UNKNOWN", misspelt
+    assert "did you mean 'kafka.share.exactly.once.strategy'?" in misspelt["message"], misspelt
+    assert topic["type"] == "StreamingQueryException", topic
+    assert "[KAFKA_SHARE_MISSING_TOPICS]" in topic["message"] and "SQLSTATE: 42P01" in topic["message"], topic
+
+
 def test_the_wheel_metadata_is_complete_and_twine_clean() -> None:
     with zipfile.ZipFile(WHEEL) as z:
         meta_name = next(n for n in z.namelist() if n.endswith(".dist-info/METADATA"))
@@ -95,6 +108,7 @@ def test_pip_install_into_a_fresh_virtualenv_then_a_stream_defined_in_sql(broker
     # Not the test's own interpreter: the fresh one, with the wheel's jar and helper.
     result = _run([python, str(APP), "wheel", json.dumps(config)], tmp_path, env={"PYSPARK_PYTHON": python})
     assert (result["rows"], result["distinct"]) == (300, 300)
+    _assert_errors_carry_conditions(result["errors"])
 
 
 @pytest.mark.parametrize("broker", [NEWEST], indirect=True, ids=[f"kafka-{NEWEST}"])
@@ -170,6 +184,7 @@ def test_spark_connect_client_reads_through_a_local_connect_server(broker: Broke
         }
         result = _run([sys.executable, str(APP), "connect", json.dumps(config)], tmp_path)
         assert (result["rows"], result["distinct"]) == (300, 300)
+        _assert_errors_carry_conditions(result["errors"])
     finally:
         server.terminate()
         server.wait(timeout=60)

@@ -36,3 +36,4 @@ def test_speculation_is_refused(broker: Broker, fresh_name: Callable[[str], str]
         speculation=True,
     )
     assert "set spark.speculation=false" in str(seen["speculation"]["message"])
+    assert "[KAFKA_SHARE_UNSUPPORTED_USE.SPECULATION]" in str(seen["speculation"]["message"])

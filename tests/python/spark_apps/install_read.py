@@ -6,11 +6,14 @@ Usage: install_read.py <how> '<json config>'   how: wheel | packages | connect
   connect   a Spark Connect client (config "remote": "sc://localhost:<port>"); the server has the jar
 Config: bootstrap, topic, group, work (a directory), sql (also define a table USING kafka-share and
 read it with readStream.table). Options come from the plain-Python builders, as a user writes them.
-Prints one JSON line: the rows that landed, the distinct keys, whether the query still runs.
+Prints one JSON line: the rows that landed, the distinct keys, whether the query still runs, and how
+the source's errors reach this client (their condition, SQLSTATE and Python class).
 """
 
 import json
 import sys
+import tempfile
+from typing import Any
 
 from pyspark.sql import SparkSession
 
@@ -56,5 +59,35 @@ query = (
 )
 query.awaitTermination(240)
 landed = spark.read.parquet(sink)
-print(json.dumps({"rows": landed.count(), "distinct": landed.select("k").distinct().count(), "active": query.isActive}))
+result: dict[str, Any] = {"rows": landed.count(), "distinct": landed.select("k").distinct().count(), "active": query.isActive}
+
+
+def error_of(options: dict[str, str]) -> dict[str, Any]:
+    """Starts a query with `options` (Spark Connect analyses only when a query starts) and reports its error:
+    raised by start(), or, for a query the source stopped while running, by awaitTermination()."""
+    try:
+        failing = (
+            spark.readStream.format("kafka-share")
+            .options(**options)
+            .load()
+            .writeStream.format("noop")
+            .option("checkpointLocation", tempfile.mkdtemp())
+            .start()
+        )
+        failing.awaitTermination(120)
+        return {"type": None, "condition": None, "sqlState": None, "message": str(failing.exception())}
+    except Exception as e:  # the error as this client sees it is what the test checks
+        return {"type": type(e).__name__, "condition": e.getCondition(), "sqlState": e.getSqlState(), "message": str(e)}  # type: ignore[attr-defined]
+
+
+if how in ("wheel", "connect"):  # classic Spark and Spark Connect
+    good = {"kafka.bootstrap.servers": config["bootstrap"], "kafka.share.group.id": config["group"], "subscribe": config["topic"]}
+    result["errors"] = {
+        # Wrong options fail the query's start, with the source's condition.
+        "missing": error_of({"subscribe": config["topic"]}),
+        "misspelt": error_of({**good, "kafka.share.exactly_once.strategy": "checkpoint-dedup"}),
+        # The cluster is checked when the query runs: the query stops with the condition in its message.
+        "missing_topic": error_of({**good, "subscribe": f"{config['topic']}-absent"}),
+    }
+print(json.dumps(result))
 spark.stop()

@@ -1,12 +1,36 @@
 package io.github.kafkashare.spark.errors
 
-/**
- * Every error a user can get from the source, one factory each, so the wording lives in one place
- * and docs/troubleshooting can list them. Each message names the option or setting and the fix.
- */
-final class ShareSourceException(message: String, cause: Throwable = null)
-    extends IllegalArgumentException(message, cause)
+import scala.jdk.CollectionConverters._
 
+import org.apache.spark.SparkThrowable
+
+/**
+ * An error of the source, as Spark raises its own: an error condition of the source's catalogue
+ * (error/kafka-share-error-conditions.json, [[ErrorCatalogue]]), its SQLSTATE and its parameters.
+ * PySpark shows it as a captured exception whose getCondition() names the condition, under classic
+ * Spark and Spark Connect alike.
+ */
+trait ShareSourceException extends Throwable with SparkThrowable {
+  def condition: String
+  def parameters: Map[String, String]
+  override def getCondition: String                                = condition
+  override def getSqlState: String                                 = ErrorCatalogue(condition).sqlState
+  override def getMessageParameters: java.util.Map[String, String] = parameters.asJava
+}
+
+/** A query that is set up wrongly (options, sink, Spark settings, decisions): the user's fix. */
+final class ShareSourceUsageException(val condition: String, val parameters: Map[String, String], cause: Throwable)
+    extends IllegalArgumentException(ErrorCatalogue.message(condition, parameters), cause) with ShareSourceException
+
+/** The cluster, the data or the checkpoint is not as the query needs it. */
+final class ShareSourceStateException(val condition: String, val parameters: Map[String, String], cause: Throwable)
+    extends IllegalStateException(ErrorCatalogue.message(condition, parameters), cause) with ShareSourceException
+
+/**
+ * Every error a user can get from the source, one factory each, each with its condition: the wording
+ * lives in the catalogue, and docs/troubleshooting.md is generated from it. Each message names the
+ * option or setting and the fix.
+ */
 object ShareSourceErrors {
 
   /** Said with every warning about records on their last delivery attempt (executor and driver logs). */
@@ -24,93 +48,78 @@ object ShareSourceErrors {
       "fs.s3a.create.conditional.enabled left true), HDFS, ABFS with a hierarchical namespace, or a " +
       "spark.sql.streaming.checkpointFileManagerClass whose createAtomic refuses to overwrite atomically"
 
-  private def error(message: String, cause: Throwable = null) =
-    new ShareSourceException(s"kafka-share: $message", cause)
+  // Conditions whose fix is in how the query is set up: IllegalArgumentException, as Spark's own.
+  private val UsageConditions = Set("KAFKA_SHARE_INVALID_OPTION", "KAFKA_SHARE_UNSUPPORTED_USE", "KAFKA_SHARE_INVALID_DECISIONS")
+
+  private def error(condition: String, cause: Throwable, parameters: (String, Any)*): ShareSourceException = {
+    val values = parameters.map { case (k, v) => k -> String.valueOf(v) }.toMap
+    if (UsageConditions(condition.takeWhile(_ != '.'))) new ShareSourceUsageException(condition, values, cause)
+    else new ShareSourceStateException(condition, values, cause)
+  }
+
+  private def error(condition: String, parameters: (String, Any)*): ShareSourceException = error(condition, null, parameters: _*)
 
   def missingOption(option: String, example: String): ShareSourceException =
-    error(s"option '$option' is required; set it, for example .option(\"$option\", \"$example\")")
+    error("KAFKA_SHARE_INVALID_OPTION.MISSING", "option" -> option, "example" -> example)
 
   def invalidValue(option: String, value: String, expected: String): ShareSourceException =
-    error(s"option '$option' has the invalid value '$value'; expected $expected")
+    error("KAFKA_SHARE_INVALID_OPTION.INVALID_VALUE", "option" -> option, "value" -> value, "expected" -> expected)
 
   def subscriptionCount(supplied: Seq[String]): ShareSourceException =
-    error(s"set exactly one of 'subscribe' (a comma-separated topic list) or 'subscribePattern' " +
-      s"(a Java regex); got ${if (supplied.isEmpty) "neither" else supplied.mkString(" and ")}")
+    error("KAFKA_SHARE_INVALID_OPTION.SUBSCRIPTION", "supplied" -> (if (supplied.isEmpty) "neither" else supplied.mkString(" and ")))
 
   def refusedKafkaOption(option: String, instead: String): ShareSourceException =
-    error(s"option 'kafka.$option' cannot be used with a share group; $instead")
+    error("KAFKA_SHARE_INVALID_OPTION.REFUSED_KAFKA_SETTING", "setting" -> option, "instead" -> instead)
 
   def builtInKafkaSourceOption(option: String, instead: String): ShareSourceException =
-    error(s"option '$option' belongs to Spark's built-in Kafka source, not to kafka-share; $instead")
+    error("KAFKA_SHARE_INVALID_OPTION.BUILT_IN_KAFKA_SOURCE_OPTION", "option" -> option, "instead" -> instead)
 
   def unknownOption(option: String, suggestion: Option[String]): ShareSourceException =
-    error(s"option '$option' is not an option of kafka-share" +
-      suggestion.fold("")(s => s"; did you mean '$s'?") +
-      " (the options are listed in the project's docs/options.md; Kafka client settings go through as " +
-      "'kafka.<setting>', but 'kafka.share.*' names belong to this source)")
+    error("KAFKA_SHARE_INVALID_OPTION.UNKNOWN", "option" -> option, "suggestion" -> suggestion.fold("")(s => s"; did you mean '$s'?"))
 
   def onlyWith(option: String, requirement: String): ShareSourceException =
-    error(s"option '$option' applies only with '$requirement'; set that too, or remove '$option'")
+    error("KAFKA_SHARE_INVALID_OPTION.ONLY_WITH", "option" -> option, "requirement" -> requirement)
 
-  def batchRead(): ShareSourceException =
-    error("kafka-share is a streaming source: read it with spark.readStream.format(\"kafka-share\"), not spark.read. " +
-      "A share group has no fixed set of records to read as a batch; to read what is there and stop, start the " +
-      "stream with .trigger(availableNow=True)")
+  def batchRead(): ShareSourceException = error("KAFKA_SHARE_UNSUPPORTED_USE.BATCH_READ")
 
-  def speculationEnabled(): ShareSourceException =
-    error("spark.speculation=true would let two attempts of one read task acquire records for the same batch " +
-      "partition; set spark.speculation=false for queries that read kafka-share")
+  def speculationEnabled(): ShareSourceException = error("KAFKA_SHARE_UNSUPPORTED_USE.SPECULATION")
 
   def parallelismAboveGroupSize(parallelism: Int, maxSize: Int, group: String): ShareSourceException =
-    error(s"option 'kafka.share.parallelism' = $parallelism asks for more share consumers than share group '$group' " +
-      s"may have: the broker's group.share.max.size ($maxSize). Each read task is a member of the group; set " +
-      s"'kafka.share.parallelism' to at most $maxSize, or raise group.share.max.size on the brokers")
+    error("KAFKA_SHARE_INVALID_OPTION.PARALLELISM_ABOVE_GROUP_SIZE", "parallelism" -> parallelism, "maxSize" -> maxSize, "group" -> group)
 
   def missingTopics(topics: Seq[String], bootstrap: String): ShareSourceException =
-    error(s"topic(s) ${topics.mkString(", ")} do not exist on $bootstrap; create them, or fix option 'subscribe'")
+    error("KAFKA_SHARE_MISSING_TOPICS", "topics" -> topics.mkString(", "), "bootstrap" -> bootstrap)
 
   def brokerUnreachable(bootstrap: String, timeoutMs: Long, cause: Throwable): ShareSourceException =
-    error(
-      s"no Kafka broker answered at '$bootstrap' (option 'kafka.bootstrap.servers') within $timeoutMs ms; " +
-        "check the address and that the broker is running",
-      cause
-    )
+    error("KAFKA_SHARE_BROKER_UNREACHABLE.NO_ANSWER", cause, "bootstrap" -> bootstrap, "timeoutMs" -> timeoutMs)
 
   def bootstrapUnresolvable(bootstrap: String, cause: Throwable): ShareSourceException =
-    error(
-      s"no host of '$bootstrap' (option 'kafka.bootstrap.servers') resolves to an address; check the host names " +
-        "(and the DNS of the driver and executors)",
-      cause
-    )
+    error("KAFKA_SHARE_BROKER_UNREACHABLE.UNRESOLVABLE", cause, "bootstrap" -> bootstrap)
 
   // The broker's own message says which mechanism failed; it never holds the password.
   def authenticationFailed(bootstrap: String, cause: Throwable): ShareSourceException =
     error(
-      s"the Kafka cluster at '$bootstrap' refused the credentials (${cause.getClass.getSimpleName}: " +
-        s"${cause.getMessage}). Check options 'kafka.security.protocol', 'kafka.sasl.mechanism' and the user name and " +
-        "password in 'kafka.sasl.jaas.config' (or the 'kafka.ssl.*' key and trust stores)",
-      cause
+      "KAFKA_SHARE_AUTHENTICATION_FAILED",
+      cause,
+      "bootstrap" -> bootstrap,
+      "reason"    -> s"${cause.getClass.getSimpleName}: ${cause.getMessage}"
     )
 
   def notAuthorized(bootstrap: String, group: String, cause: Throwable): ShareSourceException =
-    error(
-      s"the Kafka cluster at '$bootstrap' denied an operation (${cause.getMessage}). The user needs READ and " +
-        s"DESCRIBE on the topics, READ and DESCRIBE_CONFIGS on group '$group', and ALTER_CONFIGS on it when the query sets startingOffsets",
-      cause
-    )
+    error("KAFKA_SHARE_NOT_AUTHORIZED", cause, "bootstrap" -> bootstrap, "group" -> group, "reason" -> cause.getMessage)
 
   def shareGroupsDisabled(bootstrap: String, cause: Throwable): ShareSourceException =
-    error(
-      s"the Kafka cluster at '$bootstrap' does not serve share groups (KIP-932). Kafka 4.2 and later enable " +
-        "them by default; on Kafka 4.1 run `kafka-features.sh --bootstrap-server <broker> upgrade --feature share.version=1` " +
-        "(or format new storage with --feature share.version=1). Kafka 4.0 and earlier cannot serve this source",
-      cause
-    )
+    error("KAFKA_SHARE_GROUPS_DISABLED", cause, "bootstrap" -> bootstrap)
 
   def dataLost(topic: String, partition: Int, from: Long, to: Long, earliest: Long): ShareSourceException =
-    error(s"records $topic-$partition offsets $from..$to, pinned to a batch that must run again, are no longer in " +
-      s"the topic (its earliest offset is now $earliest: retention or compaction removed them). The batch cannot be " +
-      "replayed as it was; raise the topic's retention, or set failOnDataLoss=false to replay what is left")
+    error(
+      "KAFKA_SHARE_DATA_LOSS.RECORDS_REMOVED",
+      "topic"     -> topic,
+      "partition" -> partition,
+      "from"      -> from,
+      "to"        -> to,
+      "earliest"  -> earliest
+    )
 
   def replayStalled(
       topic: String,
@@ -122,77 +131,78 @@ object ShareSourceErrors {
       cause: Throwable = null
   ): ShareSourceException =
     error(
-      s"replaying records $topic-$partition offsets $from..$to, pinned to a batch that must run again, got no record " +
-        s"for $seconds s from '$bootstrap' (option 'kafka.bootstrap.servers'). Check that the brokers are up and that the " +
-        "topic still exists; a deleted topic's records cannot be replayed (start the query with a new checkpointLocation)",
-      cause
+      "KAFKA_SHARE_DATA_LOSS.REPLAY_STALLED",
+      cause,
+      "topic"     -> topic,
+      "partition" -> partition,
+      "from"      -> from,
+      "to"        -> to,
+      "bootstrap" -> bootstrap,
+      "seconds"   -> seconds
     )
 
   def corruptLog(path: String, detail: String): ShareSourceException =
-    error(s"the acquisition log file $path is not valid ($detail). It belongs to the query's checkpoint; " +
-      "restore the checkpoint from a copy, or start the query with a new checkpointLocation")
+    error("KAFKA_SHARE_CHECKPOINT_DAMAGED.CORRUPT_LOG", "path" -> path, "detail" -> detail)
 
   def unsupportedOffsetVersion(version: Int, json: String): ShareSourceException =
-    error(s"the checkpoint holds a kafka-share offset of version $version, newer than this connector reads (1 to " +
-      s"${io.github.kafkashare.spark.offsets.ShareSourceOffset.Version}): " +
-      s"$json. Run the query with the connector version that wrote the checkpoint, or a newer one")
+    error(
+      "KAFKA_SHARE_CHECKPOINT_DAMAGED.UNSUPPORTED_OFFSET_VERSION",
+      "version" -> version,
+      "newest"  -> io.github.kafkashare.spark.offsets.ShareSourceOffset.Version,
+      "json"    -> json
+    )
 
   def badOffsetJson(json: String, cause: Throwable): ShareSourceException =
     error(
-      s"cannot read the kafka-share offset '$json' from the checkpoint; expected for example " +
-        """{"version":2,"batch":3,"tasks":4,"cluster":"q1ShRk0VQ3aZ","group":"orders-processing",""" +
-        """"topicIds":{"orders":"mK3vKQ3xT9Kc"},"pinned":{"orders":{"0":[[0,99]]}}}""",
-      cause
+      "KAFKA_SHARE_CHECKPOINT_DAMAGED.BAD_OFFSET_JSON",
+      cause,
+      "json" -> json,
+      "example" -> ("""{"version":2,"batch":3,"tasks":4,"cluster":"q1ShRk0VQ3aZ","group":"orders-processing",""" +
+        """"topicIds":{"orders":"mK3vKQ3xT9Kc"},"pinned":{"orders":{"0":[[0,99]]}}}""")
     )
 
   def groupChanged(recorded: String, now: String): ShareSourceException =
-    error(s"the checkpoint belongs to share group '$recorded', but option 'kafka.share.group.id' is now '$now'. The " +
-      "checkpoint's pinned records and replays are those of the other group; set 'kafka.share.group.id' back to " +
-      s"'$recorded', or start the query with a new checkpointLocation for group '$now'")
+    error("KAFKA_SHARE_CHECKPOINT_MISMATCH.GROUP_CHANGED", "recorded" -> recorded, "now" -> now)
 
   def clusterChanged(recorded: String, now: String, bootstrap: String): ShareSourceException =
-    error(s"the checkpoint belongs to the Kafka cluster with id '$recorded', but '$bootstrap' (option " +
-      s"'kafka.bootstrap.servers') is the cluster '$now'. Offsets of one cluster name other records on another; point " +
-      "'kafka.bootstrap.servers' at the original cluster, or start the query with a new checkpointLocation")
+    error("KAFKA_SHARE_CHECKPOINT_MISMATCH.CLUSTER_CHANGED", "recorded" -> recorded, "now" -> now, "bootstrap" -> bootstrap)
 
   def topicRecreated(topic: String, recorded: String, now: String, batch: Long): ShareSourceException =
-    error(s"topic '$topic' was deleted and created again (its id was $recorded, now $now) after batch $batch pinned " +
-      "records of it. The batch must run again and would read the new topic's records at the old offsets; the old " +
-      "records are gone. Start the query with a new checkpointLocation (the new topic is read from the group's start)")
+    error("KAFKA_SHARE_DATA_LOSS.TOPIC_RECREATED", "topic" -> topic, "recorded" -> recorded, "now" -> now, "batch" -> batch)
 
   def explicitModeNeedsForeachBatch(sink: String): ShareSourceException =
-    error(s"option 'kafka.share.acknowledgment.mode' = 'explicit' needs a query whose foreachBatch gives the decisions " +
-      s"(spark_kafka_share.acknowledge / KafkaShareDecisions.acknowledge); this query writes to $sink. Use " +
-      ".writeStream.foreachBatch(...), or the implicit mode")
+    error("KAFKA_SHARE_UNSUPPORTED_USE.EXPLICIT_NEEDS_FOREACH_BATCH", "sink" -> sink)
 
   def explicitGroupTaken(group: String): ShareSourceException =
-    error(s"another running query of this Spark application reads share group '$group' in explicit mode; decisions " +
-      "are matched to queries by group, so give each explicit-mode query its own 'kafka.share.group.id', or stop the other")
+    error("KAFKA_SHARE_UNSUPPORTED_USE.EXPLICIT_GROUP_TAKEN", "group" -> group)
 
   def noExplicitQuery(group: String): ShareSourceException =
-    error(s"no running query of this Spark application reads share group '$group' with " +
-      "'kafka.share.acknowledgment.mode' = 'explicit'; acknowledge from inside that query's foreachBatch, with its group id")
+    error("KAFKA_SHARE_INVALID_DECISIONS.NO_EXPLICIT_QUERY", "group" -> group)
 
   def wrongDecisionBatch(group: String, requested: Long, running: Long): ShareSourceException =
-    error(s"decisions for batch $requested of share group '$group', but its query is running batch $running; pass the " +
-      "batch id that foreachBatch received")
+    error("KAFKA_SHARE_INVALID_DECISIONS.WRONG_BATCH", "group" -> group, "requested" -> requested, "running" -> running)
 
   def decisionColumns(found: String): ShareSourceException =
-    error(s"decisions need the columns topic (string), partition (int), offset (long) and decision (string: " +
-      s"accept, release or reject); got $found. Select them from the batch DataFrame, for example " +
-      "batch.select(\"topic\", \"partition\", \"offset\", decision_column.alias(\"decision\"))")
+    error("KAFKA_SHARE_INVALID_DECISIONS.COLUMNS", "found" -> found)
 
   def unknownDecision(value: String, topic: String, partition: Int, offset: Long): ShareSourceException =
-    error(s"unknown decision '$value' for $topic-$partition offset $offset; use accept, release or reject")
+    error(
+      "KAFKA_SHARE_INVALID_DECISIONS.UNKNOWN_DECISION",
+      "value"     -> value,
+      "topic"     -> topic,
+      "partition" -> partition,
+      "offset"    -> offset
+    )
 
   def recordNotInBatch(topic: String, partition: Int, offset: Long, batch: Long): ShareSourceException =
-    error(s"a decision for $topic-$partition offset $offset, which is not a record of batch $batch; decide only on " +
-      "records of the batch DataFrame that foreachBatch received")
+    error(
+      "KAFKA_SHARE_INVALID_DECISIONS.RECORD_NOT_IN_BATCH",
+      "topic"     -> topic,
+      "partition" -> partition,
+      "offset"    -> offset,
+      "batch"     -> batch
+    )
 
   def deadLetterFailed(topic: String, cause: Throwable): ShareSourceException =
-    error(
-      s"writing poison records to the dead-letter topic '$topic' (option 'kafka.share.deadLetterTopic') failed; " +
-        "check that the topic exists and the client may write to it. The records stay with the group",
-      cause
-    )
+    error("KAFKA_SHARE_DEAD_LETTER_FAILED", cause, "topic" -> topic)
 }

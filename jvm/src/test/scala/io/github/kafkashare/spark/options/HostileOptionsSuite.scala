@@ -69,7 +69,7 @@ class HostileOptionsSuite extends AnyFunSuite {
     catch {
       case e: ShareSourceException =>
         val message = e.getMessage
-        assert(message.startsWith("kafka-share: "), message)
+        assert(message.startsWith("[KAFKA_SHARE_INVALID_OPTION.") && e.getCondition.startsWith("KAFKA_SHARE_INVALID_OPTION."), message)
         assert(!message.contains("\tat "), s"a stack trace in the message: $message")
         assert(
           broken.exists(k => message.toLowerCase(Locale.ROOT).contains(k.toLowerCase(Locale.ROOT))),
