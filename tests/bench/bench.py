@@ -1,12 +1,24 @@
-"""`make bench`: kafka-share against Kafka's own share consumer and Spark's built-in Kafka source.
+"""`make bench`: kafka-share against Kafka's own clients and Spark's built-in Kafka source, fairly.
 
 One broker, one topic, the same records for every contender, in one run:
-  (a) Kafka's ShareConsumerPerformance (kafka-tools, its own JVM) with K consumers;
-  (b) Spark's built-in `kafka` source (spark-sql-kafka-0-10 from Maven Central), minPartitions K, noop sink;
-  (c) the kafka-share source, each strategy, parallelism K, noop sink.
-Prints records/s for each and the ratios c/a and c/b. Each contender reads with a fresh group.
+  (k) Kafka's plain consumer (KafkaConsumer), K consumers of a consumer group: the broker-and-client
+      ceiling of the machine;
+  (a) Kafka's share consumer (KafkaShareConsumer, implicit acknowledgement), K consumers of a share group;
+  (b) Spark's built-in `kafka` source (spark-sql-kafka-0-10 from Maven Central), minPartitions K;
+  (c) the kafka-share source, each strategy, parallelism K.
+Fair means:
+  - every contender is clocked the same way, from its first record reaching the application to its
+    last (tests/harness ConsumerPerf for (k) and (a); spark_read.py's "records" clock for (b) and (c)),
+    so no group join, first assignment, JVM start or Ivy resolution is counted;
+  - every Kafka client gets the same settings (max.poll.records, printed with the table);
+  - (b) gets batches comparable to kafka-share's: maxOffsetsPerTrigger records / --batches-b;
+  - every contender must read every record, or the run fails;
+  - each contender runs --runs times (at least 3), in an order that rotates from run to run, with a
+    fresh group each time; the table prints the median and the range.
+(b) and (c) write into a foreachBatch that keeps each batch's earliest and latest row time and its
+count (Spark computes them in the batch's tasks), the same work for both.
 
-Usage: bench.py [--records N] [--size BYTES] [--partitions P] [--parallelism K] [--strategies s1,s2]
+Usage: bench.py [--records N] [--size BYTES] [--partitions P] [--parallelism K] [--strategies s1,s2] [--runs R]
 """
 
 from __future__ import annotations
@@ -14,11 +26,12 @@ from __future__ import annotations
 import argparse
 import json
 import platform
+import statistics
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests" / "python"))
@@ -31,39 +44,26 @@ from harness import Broker, broker_versions, pins  # noqa: E402
 STRATEGIES = ["none", "idempotent", "checkpoint-dedup", "two-phase-commit"]
 
 
-def share_consumer_performance(broker: Broker, topic: str, group: str, records: int, threads: int) -> float:
-    """(a): records/s that Kafka's own tool reports for `threads` share consumers."""
-    broker.read_from_earliest(group)
-    classpath = (ROOT / "target" / "bench" / "tools.classpath").read_text().strip()
+def kafka_client(
+    broker: Broker, kind: str, topic: str, group: str, records: int, threads: int, settings: dict[str, object]
+) -> dict[str, Any]:
+    """(k) or (a): tests/harness ConsumerPerf in its own JVM; raises unless every record arrived."""
+    if kind == "share":
+        broker.read_from_earliest(group)
+    classpath = (ROOT / "target" / "harness.classpath").read_text().strip()
     done = subprocess.run(
-        [
-            "java",
-            "-Xmx1g",
-            "-cp",
-            classpath,
-            "org.apache.kafka.tools.ShareConsumerPerformance",
-            "--bootstrap-server",
-            broker.bootstrap,
-            "--topic",
-            topic,
-            "--group",
-            group,
-            "--messages",
-            str(records),
-            "--threads",
-            str(threads),
-            "--timeout",
-            "30000",
-        ],
+        ["java", "-Xmx1g", "-cp", classpath, "io.github.kafkashare.testkit.ConsumerPerf", kind, broker.bootstrap, topic, group]
+        + [str(records), str(threads)]
+        + [f"{k}={v}" for k, v in settings.items()],
         capture_output=True,
         text=True,
-        timeout=1800,
+        timeout=900,
     )
     if done.returncode != 0:
-        raise RuntimeError(f"ShareConsumerPerformance failed:\n{done.stdout[-2000:]}\n{done.stderr[-3000:]}")
-    # The last line: start, end, MB, MB/s, records/s, records, fetch time.
-    fields = [f.strip() for f in done.stdout.strip().splitlines()[-1].split(",")]
-    return float(fields[4])
+        output = done.stdout[-2000:] + done.stderr[-3000:]
+        raise SystemExit(f"ConsumerPerf {kind} read fewer than {records} records or failed:\n{output}")
+    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return result
 
 
 def run_measurement(script: str, config: dict[str, object]) -> dict[str, Any]:
@@ -78,7 +78,16 @@ def run_measurement(script: str, config: dict[str, object]) -> dict[str, Any]:
 
 
 def spark_read(config: dict[str, object]) -> dict[str, Any]:
+    """A spark_read.py measurement, clocked by batch (the scaling and cost benchmarks)."""
     return run_measurement("spark_read.py", config)
+
+
+def spark_read_by_record(config: dict[str, object]) -> dict[str, Any]:
+    """(b) or (c): spark_read.py clocked from the first record to the last; raises unless every record arrived."""
+    result = run_measurement("spark_read.py", {**config, "clock": "records"})
+    if not result["complete"]:
+        raise SystemExit(f"{config['source']} read {result['records']} of {config['records']} records: {result}")
+    return result
 
 
 def main() -> None:
@@ -86,36 +95,30 @@ def main() -> None:
     parser.add_argument("--records", type=int, default=2_000_000)
     parser.add_argument("--size", type=int, default=100, help="value bytes per record")
     parser.add_argument("--partitions", type=int, default=4)
-    parser.add_argument("--parallelism", type=int, default=4, help="K: share consumers, Spark input partitions")
+    parser.add_argument("--parallelism", type=int, default=4, help="K: consumers, Spark input partitions")
     parser.add_argument("--strategies", default=",".join(STRATEGIES))
-    parser.add_argument(
-        "--max-poll-records",
-        type=int,
-        default=2000,
-        help="kafka.max.poll.records for kafka-share (one acquiring poll per read task and batch)",
-    )
+    parser.add_argument("--runs", type=int, default=3, help="runs of each contender, in rotating order (at least 3)")
+    parser.add_argument("--max-poll-records", type=int, default=2000, help="max.poll.records of every Kafka client")
+    parser.add_argument("--batches-b", type=int, default=6, help="(b)'s batches: maxOffsetsPerTrigger = records / this")
     args = parser.parse_args()
+    if args.runs < 3:
+        raise SystemExit("--runs must be at least 3: a single run is not a result")
 
     version = broker_versions()[-1]
     work = Path(tempfile.mkdtemp(prefix="kafka-share-bench-"))
     broker = Broker(version, work / "broker").start()
+    cores = subprocess.run(["nproc"], capture_output=True, text=True).stdout.strip()
     try:
         topic = "bench"
         broker.create_topic(topic, args.partitions)
         broker.produce(topic, args.records, args.size, bulk=True)
+        client = {"max.poll.records": args.max_poll_records}
         print(
             f"Kafka {version}, topic '{topic}': {args.partitions} partitions, {args.records:,} records of "
-            f"{args.size} bytes; K={args.parallelism}; {platform.processor() or platform.machine()}, "
-            f"{subprocess.run(['nproc'], capture_output=True, text=True).stdout.strip()} cores",
+            f"{args.size} bytes; K={args.parallelism}; {platform.processor() or platform.machine()}, {cores} cores; "
+            f"every Kafka client with {', '.join(f'{k}={v}' for k, v in client.items())}; {args.runs} runs each, rotating",
             flush=True,
         )
-        rows: list[tuple[str, float, str]] = []
-
-        share_consumer_performance(broker, topic, "warm-up", min(args.records, 200_000), args.parallelism)
-        a = share_consumer_performance(broker, topic, "perf-a", args.records, args.parallelism)
-        rows.append(("(a) Kafka ShareConsumerPerformance", a, f"{args.parallelism} consumers"))
-        print(f"(a) {a:,.0f} records/s", flush=True)
-
         common = {
             "bootstrap": broker.bootstrap,
             "topic": topic,
@@ -123,46 +126,69 @@ def main() -> None:
             "parallelism": args.parallelism,
             "master": f"local[{max(2, args.parallelism)}]",
         }
-        # Without a limit the built-in source reads everything in one batch; about 20 batches give it
-        # a steady state to measure, as kafka-share has (its batches are bounded by its polls).
-        b = spark_read(
-            {
-                **common,
-                "source": "kafka",
-                "checkpoint": str(work / "chk-b"),
-                "options": {"maxOffsetsPerTrigger": max(1000, args.records // 20)},
-                "packages": f"org.apache.spark:spark-sql-kafka-0-10_2.13:{pins()['spark-sql-kafka']}",
-            }
-        )
-        rows.append(("(b) Spark built-in kafka source", float(b["records_per_s"]), f"{b['batches']} batches"))
-        print(f"(b) {b}", flush=True)
 
-        for strategy in args.strategies.split(","):
-            c = spark_read(
+        def read_b(run: int) -> dict[str, Any]:
+            return spark_read_by_record(
+                {
+                    **common,
+                    "source": "kafka",
+                    "checkpoint": str(work / f"chk-b-{run}"),
+                    "options": {
+                        "maxOffsetsPerTrigger": max(1000, args.records // args.batches_b),
+                        "kafka.max.poll.records": args.max_poll_records,
+                    },
+                    "packages": f"org.apache.spark:spark-sql-kafka-0-10_2.13:{pins()['spark-sql-kafka']}",
+                }
+            )
+
+        def clients(kind: str, group: str) -> dict[str, Any]:
+            return kafka_client(broker, kind, topic, group, args.records, args.parallelism, client)
+
+        def read_c(strategy: str) -> Callable[[int], dict[str, Any]]:
+            return lambda run: spark_read_by_record(
                 {
                     **common,
                     "source": "kafka-share",
-                    "group": f"perf-c-{strategy}",
+                    "group": f"perf-c-{strategy}-{run}",
                     "strategy": strategy,
-                    "checkpoint": str(work / f"chk-c-{strategy}"),
+                    "checkpoint": str(work / f"chk-c-{strategy}-{run}"),
                     "options": {"kafka.max.poll.records": args.max_poll_records},
                 }
             )
-            rows.append((f"(c) kafka-share {strategy}", float(c["records_per_s"]), f"{c['batches']} batches"))
-            print(f"(c) {strategy}: {c}", flush=True)
 
-        print("\n| contender | records/s | c/a | c/b | note |\n|---|---:|---:|---:|---|")
-        for name, rate, note in rows:
-            ratios = f"{rate / a:.2f} | {rate / float(b['records_per_s']):.2f}" if name.startswith("(c)") else " | "
-            print(f"| {name} | {rate:,.0f} | {ratios} | {note} |")
+        contenders: list[tuple[str, Callable[[int], dict[str, Any]]]] = [
+            ("(k) Kafka consumer (ceiling)", lambda run: clients("consumer", f"perf-k-{run}")),
+            ("(a) Kafka share consumer", lambda run: clients("share", f"perf-a-{run}")),
+            ("(b) Spark built-in kafka source", read_b),
+        ] + [(f"(c) kafka-share {s}", read_c(s)) for s in args.strategies.split(",")]
+
+        results: dict[str, list[dict[str, Any]]] = {name: [] for name, _ in contenders}
+        for run in range(args.runs):
+            shift = run % len(contenders)
+            for name, read in contenders[shift:] + contenders[:shift]:
+                result = read(run)
+                results[name].append(result)
+                rate, count = result["records_per_s"], result["records"]
+                print(f"run {run + 1}: {name}: {rate:,} records/s ({count:,} records, {result['seconds']} s)", flush=True)
+
+        def median(name: str) -> float:
+            return float(statistics.median(r["records_per_s"] for r in results[name]))
+
+        a, b = median("(a) Kafka share consumer"), median("(b) Spark built-in kafka source")
+        print("\n| contender | records/s (median) | range | c/a | c/b | batches |\n|---|---:|---:|---:|---:|---:|")
+        for name, _ in contenders:
+            rates = [r["records_per_s"] for r in results[name]]
+            ratios = f"{median(name) / a:.2f} | {median(name) / b:.2f}" if name.startswith("(c)") else " | "
+            batches = "/".join(str(r["batches"]) for r in results[name]) if "batches" in results[name][0] else ""
+            print(f"| {name} | {median(name):,.0f} | {min(rates):,} to {max(rates):,} | {ratios} | {batches} |")
         charts.bars(
             "bench-throughput",
-            f"records/s, {args.records:,} records of {args.size} B, {args.partitions} partitions, K={args.parallelism}",
+            f"records/s (median of {args.runs}), {args.records:,} records of {args.size} B, "
+            f"{args.partitions} partitions, K={args.parallelism}",
             "records/s",
-            {"records/s": [rate for _, rate, _ in rows]},
-            [name for name, _, _ in rows],
-            f"make bench: Kafka {version}, one broker, "
-            f"{subprocess.run(['nproc'], capture_output=True, text=True).stdout.strip()} cores",
+            {"records/s": [median(name) for name, _ in contenders]},
+            [name for name, _ in contenders],
+            f"make bench: Kafka {version}, one broker, {cores} cores, first record to last",
         )
     finally:
         broker.stop()

@@ -10,6 +10,9 @@ metrics). Prints also the median of each phase of a measured batch (Spark's dura
 The clock runs from the end of the first batch that read records to the end of the batch that read
 the last one: both sources then count reading, not JVM start, Ivy resolution or a share consumer's
 first assignment (which comes with a heartbeat, seconds after it joins). The first batch is a warm-up.
+With "clock": "records" (`make bench`) it runs instead from the first record to the last, as every
+contender of the benchmark is clocked: each row gets the time its task produced it (System.currentTimeMillis,
+through Spark's reflect), and a foreachBatch keeps each batch's earliest and latest time and its count.
 """
 
 import json
@@ -72,12 +75,22 @@ elif config.get("work_ms"):
         return len(value)
 
     frame = frame.select(work("value").alias("work"))
-query = (
-    frame.writeStream.format("noop")
-    .option("checkpointLocation", config["checkpoint"])
-    .trigger(processingTime="0 seconds")
-    .start()
-)
+by_record = config.get("clock") == "records"
+seen: list[tuple[int, int, int]] = []  # per batch with records: earliest and latest row time (ms), rows
+
+
+def clock_rows(batch: Any, batch_id: int) -> None:
+    row = batch.selectExpr("min(t) AS first", "max(t) AS last", "count(*) AS n").collect()[0]
+    if row.n:
+        seen.append((int(row.first), int(row.last), int(row.n)))
+
+
+if by_record:
+    frame = frame.selectExpr("CAST(reflect('java.lang.System', 'currentTimeMillis') AS BIGINT) AS t")
+    writer = frame.writeStream.foreachBatch(clock_rows)
+else:
+    writer = frame.writeStream.format("noop")
+query = writer.option("checkpointLocation", config["checkpoint"]).trigger(processingTime="0 seconds").start()
 
 
 def batch_end(progress: dict[str, Any]) -> float:
@@ -100,8 +113,12 @@ def read() -> list[dict[str, Any]]:
     return [p for p in query.recentProgress if p["numInputRows"] > 0]
 
 
+def arrived() -> int:
+    return sum(n for _, _, n in seen) if by_record else sum(p["numInputRows"] for p in read())
+
+
 heap: dict[str, int] = {}
-while sum(p["numInputRows"] for p in read()) < config["records"] and time.time() < deadline and query.isActive:
+while arrived() < config["records"] and time.time() < deadline and query.isActive:
     if config.get("measure_heap") and "after_first_batch" not in heap and read():
         heap["after_first_batch"] = heap_after_gc()
     time.sleep(0.5)
@@ -114,6 +131,9 @@ query.stop()
 total = sum(p["numInputRows"] for p in batches)
 measured = total - batches[0]["numInputRows"] if batches else 0
 seconds = max(batch_end(batches[-1]) - batch_end(batches[0]), 1e-9) if batches else 0.0
+if by_record and seen:
+    total = measured = sum(n for _, _, n in seen)
+    seconds = max((max(last for _, last, _ in seen) - min(first for first, _, _ in seen)) / 1000, 1e-3)
 # Where a measured batch's time went (Spark's durationMs: latestOffset, walCommit, addBatch, commitOffsets...).
 phases = sorted({k for p in batches[1:] for k in p["durationMs"]})
 median_ms = {k: sorted(p["durationMs"].get(k, 0) for p in batches[1:])[len(batches[1:]) // 2] for k in phases}
@@ -121,6 +141,7 @@ print(
     json.dumps(
         {
             "records": total,
+            "complete": total >= config["records"],
             "measured_records": measured,
             "seconds": round(seconds, 3),
             "records_per_s": round(measured / seconds) if measured else 0,

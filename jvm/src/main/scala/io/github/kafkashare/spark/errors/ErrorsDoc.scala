@@ -24,7 +24,8 @@ object ErrorsDoc {
       val heading    = Seq(s"## $main", "", s"SQLSTATE `${first.sqlState}`.$intro", "")
       heading ++ conditions.flatMap { c =>
         val sub = if (c.name == main) Nil else Seq(s"### ${c.name}", "")
-        sub ++ Seq(s"> ${c.ownMessage.replace("\n", " ")}", "", c.help, "")
+        // `<parameter>` would be read as an HTML tag and dropped by Markdown renderers.
+        sub ++ Seq(s"> ${c.ownMessage.replace("\n", " ").replace("<", "&lt;")}", "", c.help, "")
       }
     }.mkString("\n")
   }

@@ -273,7 +273,7 @@ final class KafkaShareMicroBatchStream(
     val batchEnd = ShareSourceOffset.of(end)
     if (!lastPlanned.contains(batchEnd)) checkReplayable(batchEnd)
     explicit.foreach(_.runningBatch = batchEnd.batch)
-    val perTask   = options.maxRecordsPerTrigger.map(m => math.max(1L, (m + batchEnd.tasks - 1) / batchEnd.tasks))
+    val perTask   = options.maxRecordsPerTrigger.map(KafkaShareMicroBatchStream.shareOf(_, batchEnd.tasks))
     val key       = consumerKey
     val totalsOut = totals.inTransit
     (0 until batchEnd.tasks).map { task =>
@@ -399,6 +399,9 @@ final case class BatchStats(batch: Long, records: Long, maxDeliveryCount: Int)
 
 object KafkaShareMicroBatchStream extends Logging {
 
+  /** A task's share of `max` records over `tasks` tasks, rounded up (without overflow near Long.MaxValue), at least 1. */
+  def shareOf(max: Long, tasks: Int): Long = math.max(1L, max / tasks + (if (max % tasks == 0) 0 else 1))
+
   /** Kafka's default max.poll.records. */
   private val ClientMaxPollRecords = 500
 
@@ -414,7 +417,7 @@ object KafkaShareMicroBatchStream extends Logging {
   def clientSettings(options: ShareSourceOptions, parallelism: Int): Map[String, String] =
     options.maxRecordsPerTrigger match {
       case Some(max) if !options.kafkaParams.contains("max.poll.records") =>
-        val share = math.max(1L, (max + parallelism - 1) / parallelism)
+        val share = shareOf(max, parallelism)
         if (share < ClientMaxPollRecords) options.kafkaParams + ("max.poll.records" -> share.toString) else options.kafkaParams
       case _ => options.kafkaParams
     }
