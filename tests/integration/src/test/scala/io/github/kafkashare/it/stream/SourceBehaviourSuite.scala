@@ -149,6 +149,21 @@ class SourceBehaviourSuite extends ShareStreamTest {
     )
   }
 
+  test(s"the backlog metric works on the oldest broker the build fetches [Kafka ${SharedBrokers.versions.head}]") {
+    // It needs only ListOffsets and the group's start offsets (DescribeShareGroupOffsets), both in Kafka 4.1.
+    val topic = prepare(broker = SharedBrokers.of(SharedBrokers.versions.head), lockMs = 60000)
+    testStream(topic.query("checkpoint-dedup", "maxRecordsPerTrigger" -> "100"))(
+      AddRecords(topic, 500),
+      StartStream(),
+      CheckLanded(500),
+      Assert("the backlog shows what is left, then 0") { q =>
+        def totals = q.progress.map(_.sources.head.metrics.asScala).flatMap(_.get("backlogRecords")).map(_.toLong)
+        eventually(60.seconds, "a progress with backlog 0 after everything landed")(totals.lastOption.contains(0L))
+        assert(totals.max > 0, s"the backlog never showed what was left: $totals")
+      }
+    )
+  }
+
   test("query progress reports the source metrics") {
     // A long lock: the pool keeps a consumer whose carry is younger than half of it, however slow the machine.
     val topic = prepare(lockMs = 60000)
