@@ -4,14 +4,17 @@ One broker, a 1-partition topic, records that each need `--work-ms` of blocking 
 (a sleep in a Python UDF, standing in for a call to a service). Prints records/s of kafka-share
 (checkpoint-dedup) for each parallelism, and of Spark's built-in `kafka` source on the same topic,
 without and with `minPartitions` (which splits a partition's offset range over several tasks), and
-the ratio of each kafka-share figure to its parallelism 1.
+the ratio of each kafka-share figure to its parallelism 1. As `make bench`: every reader is clocked
+from its first record to its last, must read every record, and runs --runs times (at least 3) in an
+order that rotates from run to run; the table shows medians and ranges.
 
-Usage: scaling.py [--records N] [--work-ms MS] [--parallelism 1,2,4,8] [--work-in python|jvm]
+Usage: scaling.py [--records N] [--work-ms MS] [--parallelism 1,2,4,8] [--work-in python|jvm] [--runs R]
 """
 
 from __future__ import annotations
 
 import argparse
+import statistics
 import sys
 import tempfile
 from pathlib import Path
@@ -20,7 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests" / "python"))
 
 import charts
-from bench import spark_read
+from bench import spark_read_by_record
 
 from harness import Broker, broker_versions, pins
 
@@ -36,7 +39,10 @@ def main() -> None:
         default="python",
         help="where the work runs: a Python UDF (default), or Thread.sleep in the JVM (no Python workers)",
     )
+    parser.add_argument("--runs", type=int, default=3, help="runs of each reader, in rotating order (at least 3)")
     args = parser.parse_args()
+    if args.runs < 3:
+        raise SystemExit("--runs must be at least 3: a single run is not a result")
     levels = [int(p) for p in args.parallelism.split(",")]
 
     work = Path(tempfile.mkdtemp(prefix="kafka-share-scaling-"))
@@ -59,39 +65,40 @@ def main() -> None:
             "work_in": args.work_in,
             "master": f"local[{max(levels)}]",
         }
-        rows: list[tuple[str, float]] = []
-        for k in levels:
-            result = spark_read(
-                {
-                    **common,
-                    "source": "kafka-share",
-                    "parallelism": k,
-                    "group": f"scaling-{k}",
-                    "strategy": "checkpoint-dedup",
-                    "checkpoint": str(work / f"chk-share-{k}"),
-                    "options": {"kafka.max.poll.records": 100},
-                }
-            )
-            rows.append((f"kafka-share, parallelism {k}", float(result["records_per_s"])))
-            print(rows[-1], result, flush=True)
         package = f"org.apache.spark:spark-sql-kafka-0-10_2.13:{pins()['spark-sql-kafka']}"
-        for k in (1, max(levels)):
-            result = spark_read(
-                {
-                    **common,
-                    "source": "kafka",
-                    "parallelism": k,
-                    "packages": package,
-                    "checkpoint": str(work / f"chk-kafka-{k}"),
-                    "options": {"maxOffsetsPerTrigger": max(100, args.records // 10)},
-                }
-            )
-            rows.append((f"built-in kafka, minPartitions {k}", float(result["records_per_s"])))
-            print(rows[-1], result, flush=True)
+
+        def share_reader(k: int) -> tuple[str, dict[str, object]]:
+            return f"kafka-share, parallelism {k}", {
+                "source": "kafka-share",
+                "parallelism": k,
+                "strategy": "checkpoint-dedup",
+                "options": {"kafka.max.poll.records": 100},
+            }
+
+        def builtin_reader(k: int) -> tuple[str, dict[str, object]]:
+            return f"built-in kafka, minPartitions {k}", {
+                "source": "kafka",
+                "parallelism": k,
+                "packages": package,
+                "options": {"maxOffsetsPerTrigger": max(100, args.records // 10), "kafka.max.poll.records": 100},
+            }
+
+        readers = [share_reader(k) for k in levels] + [builtin_reader(k) for k in (1, max(levels))]
+        results: dict[str, list[float]] = {name: [] for name, _ in readers}
+        for run in range(args.runs):
+            shift = run % len(readers)
+            for i, (name, config) in enumerate(readers[shift:] + readers[:shift]):
+                result = spark_read_by_record(
+                    {**common, **config, "group": f"scaling-{run}-{i}", "checkpoint": str(work / f"chk-{run}-{i}")}
+                )
+                results[name].append(float(result["records_per_s"]))
+                print(f"run {run + 1}: {name}: {result['records_per_s']:,} records/s", flush=True)
+        rows = [(name, float(statistics.median(results[name]))) for name, _ in readers]
         base = rows[0][1]
-        print("\n| reader | records/s | x parallelism 1 |\n|---|---:|---:|")
+        print("\n| reader | records/s (median) | range | x parallelism 1 |\n|---|---:|---:|---:|")
         for name, rate in rows:
-            print(f"| {name} | {rate:,.0f} | {rate / base:.1f} |")
+            low, high = min(results[name]), max(results[name])
+            print(f"| {name} | {rate:,.0f} | {low:,.0f} to {high:,.0f} | {rate / base:.1f} |")
         share = [rate for name, rate in rows if name.startswith("kafka-share")]
         builtin = [rate for name, rate in rows if name.startswith("built-in")]
         charts.lines(

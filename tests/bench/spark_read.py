@@ -80,13 +80,17 @@ seen: list[tuple[int, int, int]] = []  # per batch with records: earliest and la
 
 
 def clock_rows(batch: Any, batch_id: int) -> None:
-    row = batch.selectExpr("min(t) AS first", "max(t) AS last", "count(*) AS n").collect()[0]
+    # sum(work) keeps the per-record work (scaling benchmark) from being pruned away with its column.
+    work = ["sum(work) AS w"] if "work" in batch.columns else []
+    row = batch.selectExpr("min(t) AS first", "max(t) AS last", "count(*) AS n", *work).collect()[0]
     if row.n:
         seen.append((int(row.first), int(row.last), int(row.n)))
 
 
 if by_record:
-    frame = frame.selectExpr("CAST(reflect('java.lang.System', 'currentTimeMillis') AS BIGINT) AS t")
+    # The time a row left its task's work: after the per-record work, where there is some.
+    kept = "work" if config.get("work_ms") else "value"
+    frame = frame.selectExpr(kept, "CAST(reflect('java.lang.System', 'currentTimeMillis') AS BIGINT) AS t")
     writer = frame.writeStream.foreachBatch(clock_rows)
 else:
     writer = frame.writeStream.format("noop")
