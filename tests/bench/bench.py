@@ -90,6 +90,22 @@ def spark_read_by_record(config: dict[str, object]) -> dict[str, Any]:
     return result
 
 
+def rotated_runs(contenders: list[tuple[str, Callable[[int], dict[str, Any]]]], runs: int) -> dict[str, list[dict[str, Any]]]:
+    """Runs every contender `runs` times (at least 3), each run starting one contender later, so that no
+    contender always runs first or after the same neighbour; the results by contender, in run order."""
+    if runs < 3:
+        raise SystemExit("--runs must be at least 3: a single run is not a result")
+    results: dict[str, list[dict[str, Any]]] = {name: [] for name, _ in contenders}
+    for run in range(runs):
+        shift = run % len(contenders)
+        for name, read in contenders[shift:] + contenders[:shift]:
+            result = read(run)
+            results[name].append(result)
+            rate, count = result["records_per_s"], result["records"]
+            print(f"run {run + 1}: {name}: {rate:,} records/s ({count:,} records, {result['seconds']} s)", flush=True)
+    return results
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--records", type=int, default=2_000_000)
@@ -101,8 +117,6 @@ def main() -> None:
     parser.add_argument("--max-poll-records", type=int, default=2000, help="max.poll.records of every Kafka client")
     parser.add_argument("--batches-b", type=int, default=6, help="(b)'s batches: maxOffsetsPerTrigger = records / this")
     args = parser.parse_args()
-    if args.runs < 3:
-        raise SystemExit("--runs must be at least 3: a single run is not a result")
 
     version = broker_versions()[-1]
     work = Path(tempfile.mkdtemp(prefix="kafka-share-bench-"))
@@ -162,14 +176,7 @@ def main() -> None:
             ("(b) Spark built-in kafka source", read_b),
         ] + [(f"(c) kafka-share {s}", read_c(s)) for s in args.strategies.split(",")]
 
-        results: dict[str, list[dict[str, Any]]] = {name: [] for name, _ in contenders}
-        for run in range(args.runs):
-            shift = run % len(contenders)
-            for name, read in contenders[shift:] + contenders[:shift]:
-                result = read(run)
-                results[name].append(result)
-                rate, count = result["records_per_s"], result["records"]
-                print(f"run {run + 1}: {name}: {rate:,} records/s ({count:,} records, {result['seconds']} s)", flush=True)
+        results = rotated_runs(contenders, args.runs)
 
         def median(name: str) -> float:
             return float(statistics.median(r["records_per_s"] for r in results[name]))

@@ -18,12 +18,13 @@ import statistics
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any, Callable
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests" / "python"))
 
 import charts
-from bench import spark_read_by_record
+from bench import rotated_runs, spark_read_by_record
 
 from harness import Broker, broker_versions, pins
 
@@ -41,8 +42,6 @@ def main() -> None:
     )
     parser.add_argument("--runs", type=int, default=3, help="runs of each reader, in rotating order (at least 3)")
     args = parser.parse_args()
-    if args.runs < 3:
-        raise SystemExit("--runs must be at least 3: a single run is not a result")
     levels = [int(p) for p in args.parallelism.split(",")]
 
     work = Path(tempfile.mkdtemp(prefix="kafka-share-scaling-"))
@@ -83,22 +82,19 @@ def main() -> None:
                 "options": {"maxOffsetsPerTrigger": max(100, args.records // 10), "kafka.max.poll.records": 100},
             }
 
+        def reading(i: int, config: dict[str, object]) -> Callable[[int], dict[str, Any]]:
+            return lambda run: spark_read_by_record(
+                {**common, **config, "group": f"scaling-{run}-{i}", "checkpoint": str(work / f"chk-{run}-{i}")}
+            )
+
         readers = [share_reader(k) for k in levels] + [builtin_reader(k) for k in (1, max(levels))]
-        results: dict[str, list[float]] = {name: [] for name, _ in readers}
-        for run in range(args.runs):
-            shift = run % len(readers)
-            for i, (name, config) in enumerate(readers[shift:] + readers[:shift]):
-                result = spark_read_by_record(
-                    {**common, **config, "group": f"scaling-{run}-{i}", "checkpoint": str(work / f"chk-{run}-{i}")}
-                )
-                results[name].append(float(result["records_per_s"]))
-                print(f"run {run + 1}: {name}: {result['records_per_s']:,} records/s", flush=True)
-        rows = [(name, float(statistics.median(results[name]))) for name, _ in readers]
+        results = rotated_runs([(name, reading(i, config)) for i, (name, config) in enumerate(readers)], args.runs)
+        rates = {name: [float(r["records_per_s"]) for r in results[name]] for name, _ in readers}
+        rows = [(name, float(statistics.median(rates[name]))) for name, _ in readers]
         base = rows[0][1]
         print("\n| reader | records/s (median) | range | x parallelism 1 |\n|---|---:|---:|---:|")
         for name, rate in rows:
-            low, high = min(results[name]), max(results[name])
-            print(f"| {name} | {rate:,.0f} | {low:,.0f} to {high:,.0f} | {rate / base:.1f} |")
+            print(f"| {name} | {rate:,.0f} | {min(rates[name]):,.0f} to {max(rates[name]):,.0f} | {rate / base:.1f} |")
         share = [rate for name, rate in rows if name.startswith("kafka-share")]
         builtin = [rate for name, rate in rows if name.startswith("built-in")]
         charts.lines(

@@ -20,6 +20,9 @@ object ErrorCatalogue {
    */
   final case class Condition(name: String, mainMessage: String, ownMessage: String, sqlState: String, help: String) {
     def messageTemplate: String = s"$mainMessage $ownMessage".trim
+
+    /** The main condition: `MAIN` of `MAIN.SUB`. */
+    def main: String = name.takeWhile(_ != '.')
   }
 
   lazy val conditions: Seq[Condition] = {

@@ -15,9 +15,8 @@ object ErrorsDoc {
   val End   = "<!-- end of the generated errors -->"
 
   def errorsMarkdown: String = {
-    val byMain = ErrorCatalogue.conditions.groupBy(_.name.takeWhile(_ != '.'))
-    val mains  = ErrorCatalogue.conditions.map(_.name.takeWhile(_ != '.')).distinct
-    mains.flatMap { main =>
+    val byMain = ErrorCatalogue.conditions.groupBy(_.main)
+    ErrorCatalogue.conditions.map(_.main).distinct.flatMap { main =>
       val conditions = byMain(main)
       val first      = conditions.head
       val intro      = if (first.mainMessage.isEmpty) "" else s" Every message starts: \"${first.mainMessage}\""

@@ -53,7 +53,7 @@ object ShareSourceErrors {
 
   private def error(condition: String, cause: Throwable, parameters: (String, Any)*): ShareSourceException = {
     val values = parameters.map { case (k, v) => k -> String.valueOf(v) }.toMap
-    if (UsageConditions(condition.takeWhile(_ != '.'))) new ShareSourceUsageException(condition, values, cause)
+    if (UsageConditions(ErrorCatalogue(condition).main)) new ShareSourceUsageException(condition, values, cause)
     else new ShareSourceStateException(condition, values, cause)
   }
 
@@ -153,13 +153,7 @@ object ShareSourceErrors {
     )
 
   def badOffsetJson(json: String, cause: Throwable): ShareSourceException =
-    error(
-      "KAFKA_SHARE_CHECKPOINT_DAMAGED.BAD_OFFSET_JSON",
-      cause,
-      "json" -> json,
-      "example" -> ("""{"version":2,"batch":3,"tasks":4,"cluster":"q1ShRk0VQ3aZ","group":"orders-processing",""" +
-        """"topicIds":{"orders":"mK3vKQ3xT9Kc"},"pinned":{"orders":{"0":[[0,99]]}}}""")
-    )
+    error("KAFKA_SHARE_CHECKPOINT_DAMAGED.BAD_OFFSET_JSON", cause, "json" -> json)
 
   def groupChanged(recorded: String, now: String): ShareSourceException =
     error("KAFKA_SHARE_CHECKPOINT_MISMATCH.GROUP_CHANGED", "recorded" -> recorded, "now" -> now)
