@@ -160,26 +160,32 @@ lazy val harness = project
     },
     // S3A for tests/python/test_object_store.py, on pyspark's own Hadoop (hadoop-client-api and -runtime):
     // hadoop-aws without its Hadoop dependencies and without the AWS SDK's 600 MB bundle jar, which it
-    // names as its SDK; the SDK modules S3A calls instead. Netty comes with Spark.
+    // names as its SDK; the SDK modules S3A calls instead. Netty comes with Spark. Two sets: the newest
+    // pyspark's Hadoop (target/s3/jars) and the oldest's (target/s3/jars-oldest, for `make test-compat`).
     fetchS3Jars := {
-      val out        = buildOut.value / "s3" / "jars"
-      val sdk        = pin("aws-sdk")
-      val hadoopDeps = Seq("org.apache.hadoop", "software.amazon.awssdk", "io.netty")
-      val modules = Seq(
-        hadoopDeps.foldLeft("org.apache.hadoop" % "hadoop-aws" % pin("hadoop-aws"))((m, org) => m.excludeAll(ExclusionRule(org))),
-        ("software.amazon.awssdk" % "s3"                  % sdk).excludeAll(ExclusionRule("io.netty")),
-        ("software.amazon.awssdk" % "s3-transfer-manager" % sdk).excludeAll(ExclusionRule("io.netty")),
-        ("software.amazon.awssdk" % "sts"                 % sdk).excludeAll(ExclusionRule("io.netty"))
-      ).map(_.excludeAll(providedBySpark: _*))
-      val jars = modules.flatMap { m =>
-        dependencyResolution.value.retrieve(m, scalaModuleInfo = None, buildOut.value / "s3" / "retrieved", streams.value.log) match {
-          case Left(warning) => throw warning.resolveException
-          case Right(files)  => files.filter(_.getName.endsWith(".jar"))
+      val resolver = dependencyResolution.value
+      val log      = streams.value.log
+      val dir      = buildOut.value / "s3"
+      def fetch(hadoopAws: String, sdk: String, out: File): File = {
+        val hadoopDeps = Seq("org.apache.hadoop", "software.amazon.awssdk", "io.netty")
+        val modules = Seq(
+          hadoopDeps.foldLeft("org.apache.hadoop" % "hadoop-aws" % hadoopAws)((m, org) => m.excludeAll(ExclusionRule(org))),
+          ("software.amazon.awssdk" % "s3"                  % sdk).excludeAll(ExclusionRule("io.netty")),
+          ("software.amazon.awssdk" % "s3-transfer-manager" % sdk).excludeAll(ExclusionRule("io.netty")),
+          ("software.amazon.awssdk" % "sts"                 % sdk).excludeAll(ExclusionRule("io.netty"))
+        ).map(_.excludeAll(providedBySpark: _*))
+        val jars = modules.flatMap { m =>
+          resolver.retrieve(m, scalaModuleInfo = None, dir / "retrieved", log) match {
+            case Left(warning) => throw warning.resolveException
+            case Right(files)  => files.filter(_.getName.endsWith(".jar"))
+          }
         }
+        val unique = jars.groupBy(_.getName.replaceAll("-[0-9][^-]*\\.jar$", "")).values.map(_.maxBy(_.getName))
+        IO.write(out, unique.map(_.getAbsolutePath).toSeq.sorted.mkString(","))
+        out
       }
-      val unique = jars.groupBy(_.getName.replaceAll("-[0-9][^-]*\\.jar$", "")).values.map(_.maxBy(_.getName))
-      IO.write(out, unique.map(_.getAbsolutePath).toSeq.sorted.mkString(","))
-      out
+      fetch(pin("hadoop-aws.oldest"), pin("aws-sdk.oldest"), dir / "jars-oldest")
+      fetch(pin("hadoop-aws"), pin("aws-sdk"), dir / "jars")
     },
     exportHarnessClasspath := {
       val out = buildOut.value / "harness.classpath"

@@ -1,5 +1,6 @@
 """An S3 server on loopback for checkpoint tests: moto's server (the real S3 protocol, from PyPI), reached by
-Spark through Hadoop's S3A (hadoop-aws and the AWS SDK, target/s3/jars, fetched by `make test`)."""
+Spark through Hadoop's S3A (hadoop-aws and the AWS SDK of the running pyspark's Hadoop, target/s3/, fetched by
+`make test`)."""
 
 from __future__ import annotations
 
@@ -13,9 +14,29 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from harness import ROOT
+import pyspark
 
-S3_JARS = ROOT / "target" / "s3" / "jars"
+from harness import ROOT, pins
+
+
+def _spark_hadoop() -> str:
+    """The Hadoop version of the running pyspark (its jars/hadoop-client-api-<version>.jar)."""
+    jars = list((Path(pyspark.__file__).parent / "jars").glob("hadoop-client-api-*.jar"))
+    assert len(jars) == 1, f"pyspark {pyspark.__version__} has no single hadoop-client-api jar: {jars}"
+    return jars[0].name.removeprefix("hadoop-client-api-").removesuffix(".jar")
+
+
+def _s3_jars() -> Path:
+    """hadoop-aws must be the running Spark's Hadoop: target/s3/jars (pin hadoop-aws) or jars-oldest (hadoop-aws.oldest)."""
+    hadoop, versions = _spark_hadoop(), pins()
+    by_version = {versions["hadoop-aws"]: "jars", versions["hadoop-aws.oldest"]: "jars-oldest"}
+    assert hadoop in by_version, f"pyspark {pyspark.__version__} runs Hadoop {hadoop}: pin its hadoop-aws in versions.properties"
+    return ROOT / "target" / "s3" / by_version[hadoop]
+
+
+S3_JARS = _s3_jars()
+# S3A makes the conditional write itself from Hadoop 3.4.2 on; before, the source sends it through S3A's client.
+S3A_WRITES_CONDITIONALLY = S3_JARS.name == "jars"
 ACCESS_KEY = "testing"  # moto takes any key; the S3A settings name the same
 
 

@@ -44,8 +44,8 @@ object ShareSourceErrors {
       s"the source's logs are written by $writtenBy there. If two attempts of one read task run at once (an " +
       "executor lost but still running, a stage retried, two actions of foreachBatch in threads), both can pin " +
       "records in the same log file and the records of the one overwritten are lost. Use a store that can " +
-      "create a file only if absent: S3 through S3A on Hadoop 3.4.2 or later (Spark 4.1 and later, with " +
-      "fs.s3a.create.conditional.enabled left true), HDFS, ABFS with a hierarchical namespace, or a " +
+      "create a file only if absent: S3 through S3A (with fs.s3a.create.conditional.enabled left true, on a store " +
+      "that honours If-None-Match), HDFS, ABFS with a hierarchical namespace, or a " +
       "spark.sql.streaming.checkpointFileManagerClass whose createAtomic refuses to overwrite atomically"
 
   // Conditions whose fix is in how the query is set up: IllegalArgumentException, as Spark's own.

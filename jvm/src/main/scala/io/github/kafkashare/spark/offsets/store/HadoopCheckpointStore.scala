@@ -15,14 +15,16 @@ import org.apache.hadoop.fs.{FileSystem, Path}
  * renames it without overwrite: one atomic step on HDFS and ABFS with a hierarchical namespace, but on
  * S3 and GCS a rename is a check followed by a copy, and two writers can both pass the check. Where
  * the file system offers a conditional write (S3A on Hadoop 3.4.2 and later: a PUT with
- * `If-None-Match: *`, which the store itself refuses when the object exists), that is used instead.
- * Where neither holds, [[createIfAbsentAtomic]] is false and the driver warns at start
+ * `If-None-Match: *`, which the store itself refuses when the object exists), that is used instead;
+ * on older S3A (Spark 4.0's Hadoop 3.4.1) the same PUT goes through S3A's own client
+ * ([[S3ConditionalPut]]). Where none holds, [[createIfAbsentAtomic]] is false and the driver warns at start
  * (docs/architecture/checkpoints.md). A manager the user set is trusted instead (see [[apply]]).
  */
 final class HadoopCheckpointStore private (
     manager: SparkCheckpointFileManager,
     fs: FileSystem,
     conditional: Boolean,
+    s3Put: Option[S3ConditionalPut],
     chosenManager: Boolean
 ) extends CheckpointStore {
 
@@ -47,6 +49,8 @@ final class HadoopCheckpointStore private (
         try out.write(bytes)
         catch { case e: Throwable => out.abort(); throw e } // close() would PUT a part of the text
         out.close() // the PUT, refused by the store when the object exists
+      } else if (s3Put.isDefined) {
+        s3Put.get.putIfAbsent(path, bytes)
       } else {
         val out = createAtomic(path, overwrite = false)
         try out.write(bytes)
@@ -87,10 +91,11 @@ final class HadoopCheckpointStore private (
       catch { case _: IOException => }
     }
 
-  def createIfAbsentAtomic: Boolean = conditional || chosenManager || !HadoopCheckpointStore.RenameIsCopy(fs.getScheme)
+  def createIfAbsentAtomic: Boolean = conditional || s3Put.isDefined || chosenManager || !HadoopCheckpointStore.RenameIsCopy(fs.getScheme)
 
   def createIfAbsentBy: String =
     if (conditional) s"a conditional write (${fs.getScheme}: the store refuses to replace an object)"
+    else if (s3Put.isDefined) s"a conditional write through the S3 client (${fs.getScheme}: the store refuses to replace an object)"
     else if (chosenManager) s"the chosen checkpoint file manager ${manager.name}, without overwrite"
     else s"a rename without overwrite (${manager.name} on ${fs.getScheme}:)"
 }
@@ -108,13 +113,10 @@ object HadoopCheckpointStore {
    * create-if-absent included, and is trusted to make it atomic: that is what such managers are for.
    */
   def apply(path: Path, conf: Configuration): HadoopCheckpointStore = {
-    val fs     = path.getFileSystem(conf)
-    val chosen = conf.get(SparkCheckpointFileManager.ClassConf, "").nonEmpty
-    new HadoopCheckpointStore(
-      SparkCheckpointFileManager.create(path, conf),
-      fs,
-      !chosen && fs.hasPathCapability(path, ConditionalOverwrite),
-      chosen
-    )
+    val fs          = path.getFileSystem(conf)
+    val chosen      = conf.get(SparkCheckpointFileManager.ClassConf, "").nonEmpty
+    val conditional = !chosen && fs.hasPathCapability(path, ConditionalOverwrite)
+    val s3Put       = if (chosen || conditional) None else S3ConditionalPut.of(fs, path)
+    new HadoopCheckpointStore(SparkCheckpointFileManager.create(path, conf), fs, conditional, s3Put, chosen)
   }
 }
