@@ -90,9 +90,19 @@ def spark_read_by_record(config: dict[str, object]) -> dict[str, Any]:
     return result
 
 
-def rotated_runs(contenders: list[tuple[str, Callable[[int], dict[str, Any]]]], runs: int) -> dict[str, list[dict[str, Any]]]:
+def throughput(result: dict[str, Any]) -> str:
+    return f"{result['records_per_s']:,} records/s ({result['records']:,} records, {result['seconds']} s)"
+
+
+Contender = tuple[str, Callable[[int], dict[str, Any]]]
+
+
+def rotated_runs(
+    contenders: list[Contender], runs: int, describe: Callable[[dict[str, Any]], str] = throughput
+) -> dict[str, list[dict[str, Any]]]:
     """Runs every contender `runs` times (at least 3), each run starting one contender later, so that no
-    contender always runs first or after the same neighbour; the results by contender, in run order."""
+    contender always runs first or after the same neighbour; the results by contender, in run order.
+    Prints each result as it comes (`describe`)."""
     if runs < 3:
         raise SystemExit("--runs must be at least 3: a single run is not a result")
     results: dict[str, list[dict[str, Any]]] = {name: [] for name, _ in contenders}
@@ -101,8 +111,7 @@ def rotated_runs(contenders: list[tuple[str, Callable[[int], dict[str, Any]]]], 
         for name, read in contenders[shift:] + contenders[:shift]:
             result = read(run)
             results[name].append(result)
-            rate, count = result["records_per_s"], result["records"]
-            print(f"run {run + 1}: {name}: {rate:,} records/s ({count:,} records, {result['seconds']} s)", flush=True)
+            print(f"run {run + 1}: {name}: {describe(result)}", flush=True)
     return results
 
 
