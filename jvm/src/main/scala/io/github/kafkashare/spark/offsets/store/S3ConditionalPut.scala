@@ -108,11 +108,10 @@ private[store] object S3ConditionalPut {
    * on a key of its own beside `near`).
    */
   def of(fs: FileSystem, near: Path): Option[S3ConditionalPut] =
-    s3aClass(fs.getClass).filter(_ => fs.getConf.getBoolean(EnabledConf, true)).flatMap(lookUp(fs, _)).filter(refusesSecondWrite(
-      _,
-      fs,
-      near
-    ))
+    for {
+      s3a <- s3aClass(fs.getClass) if fs.getConf.getBoolean(EnabledConf, true)
+      put <- lookUp(fs, s3a) if refusesSecondWrite(put, fs, near)
+    } yield put
 
   private def lookUp(fs: FileSystem, s3a: Class[_]): Option[S3ConditionalPut] =
     try {
