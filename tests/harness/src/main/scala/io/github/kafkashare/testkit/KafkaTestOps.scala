@@ -9,7 +9,7 @@ import scala.collection.mutable
 import scala.jdk.CollectionConverters._
 import scala.util.Try
 
-import org.apache.kafka.clients.admin.{Admin, AlterConfigOp, ConfigEntry, ListShareGroupOffsetsSpec, NewTopic, OffsetSpec}
+import org.apache.kafka.clients.admin.{Admin, AlterConfigOp, ConfigEntry, ListShareGroupOffsetsSpec, NewTopic, OffsetSpec, RecordsToDelete}
 import org.apache.kafka.clients.consumer.{ConsumerConfig, KafkaConsumer, KafkaShareConsumer}
 import org.apache.kafka.clients.producer.{KafkaProducer, ProducerConfig, ProducerRecord, RecordMetadata}
 import org.apache.kafka.common.TopicPartition
@@ -66,6 +66,18 @@ final class KafkaTestOps(bootstrapServers: String) {
       admin.deleteTopics(Collections.singleton(topic)).all().get(30, TimeUnit.SECONDS)
       val deadline = System.nanoTime + TimeUnit.SECONDS.toNanos(60)
       while (admin.listTopics().names().get(30, TimeUnit.SECONDS).contains(topic) && System.nanoTime < deadline) Thread.sleep(200)
+    } finally admin.close()
+  }
+
+  /** Deletes every record of every partition of `topic` written so far, as retention would (DeleteRecords). */
+  def deleteAllRecords(topic: String): Unit = {
+    val admin = KafkaBroker.admin(bootstrapServers)
+    try {
+      val partitions = admin.describeTopics(Collections.singleton(topic)).allTopicNames().get(30, TimeUnit.SECONDS)
+        .get(topic).partitions().asScala.map(p => new TopicPartition(topic, p.partition()))
+      val ends = admin.listOffsets(partitions.map(_ -> OffsetSpec.latest()).toMap.asJava).all().get(30, TimeUnit.SECONDS)
+      val cut  = ends.asScala.map { case (tp, end) => tp -> RecordsToDelete.beforeOffset(end.offset()) }
+      admin.deleteRecords(cut.asJava).all().get(30, TimeUnit.SECONDS)
     } finally admin.close()
   }
 

@@ -50,6 +50,9 @@ final class BatchSink(hook: BatchHook = BatchHook.none) {
   /** Every row landed, in batch order. */
   def rows: Vector[LandedRow] = batches.asScala.toVector.sortBy(_._1).flatMap(_._2)
 
+  /** The rows batch `batchId` landed (its last run's). */
+  def rowsOf(batchId: Long): Vector[LandedRow] = Option(batches.get(batchId)).getOrElse(Vector.empty)
+
   def distinctKeys: Int = rows.map(_.key).distinct.size
 
   /** The highest batch id written, -1 before the first. */

@@ -22,6 +22,10 @@ final class SlowLocalFileSystem extends RawLocalFileSystem {
     SlowListings.waitIfArmed(folder)
     super.listStatus(folder)
   }
+  override def getFileStatus(path: Path): FileStatus = {
+    SlowStatus.waitIfSlow(path)
+    super.getFileStatus(path)
+  }
 }
 
 object SlowLocalFileSystem {
@@ -54,4 +58,16 @@ object SlowListings {
     }
     delayMs.foreach(Thread.sleep)
   }
+}
+
+/** Makes every look-up of a file whose path matches a pattern wait, until `reset`: a store slow to answer. */
+object SlowStatus {
+  @volatile private var slow: Option[(Regex, Long)] = None
+
+  def slowDown(files: Regex, delayMs: Long): Unit = slow = Some((files, delayMs))
+
+  def reset(): Unit = slow = None
+
+  private[stream] def waitIfSlow(file: Path): Unit =
+    slow.collect { case (re, ms) if re.matches(file.toUri.getPath) => ms }.foreach(Thread.sleep)
 }
