@@ -17,6 +17,8 @@ HARNESS := target/harness.classpath
 DELTA_JARS := target/delta/classpath
 # Hadoop's S3A and the AWS SDK modules it uses, for the checkpoint-on-S3 tests (tests/python/object_store.py).
 S3_JARS    := target/s3/jars
+# Hadoop's GCS connector and a GCS emulator, for the checkpoint-on-GCS test (tests/python/object_store.py).
+GCS        := target/gcs/ready
 # A Maven repository holding the connector (jar, sources, pom), for `spark-submit --packages` tests.
 MAVEN_REPO := target/maven-repo/io/github/kafkashare/spark-kafka-share_2.13/$(project.version)
 
@@ -24,7 +26,7 @@ JVM_SOURCES     := build.sbt versions.properties project/plugins.sbt $(shell fin
 HARNESS_SOURCES := build.sbt versions.properties $(shell find tests/harness/src -type f 2>/dev/null)
 PY_SOURCES      := python/pyproject.toml python/README.md $(shell find $(PKG) -name '*.py' -o -name py.typed -o -name options_spec.json 2>/dev/null | grep -v _version.py)
 
-.PHONY: demo test test-jvm test-python test-compat typecheck lint format build wheel publish bench bench-scaling bench-latency bench-cost metrics-picture backlog-picture chaos longrun clean
+.PHONY: demo test test-jvm test-python test-compat typecheck lint format build wheel publish bench bench-scaling bench-latency bench-cost metrics-picture backlog-picture chaos crash-series longrun clean
 
 demo: $(VENV)/installed-wheel
 	$(PY) python/examples/demo.py
@@ -48,7 +50,7 @@ test-jvm:
 	@touch $(MAVEN_REPO)
 
 # Two workers: most of a Spark test's time is spent waiting (JVM start, batches, lock expiry).
-test-python: $(VENV)/installed-wheel $(VENV)/installed-tools target/bench/tools.classpath $(S3_JARS) $(MAVEN_REPO) typecheck lint
+test-python: $(VENV)/installed-wheel $(VENV)/installed-tools target/bench/tools.classpath $(S3_JARS) $(GCS) $(MAVEN_REPO) typecheck lint
 	$(PY) -m pytest -n 2 --dist loadgroup --durations=20 tests/python --ignore=tests/python/test_delta_sink.py
 
 # Throughput against Kafka's share consumer tool and Spark's own Kafka source (docs/performance.md).
@@ -70,9 +72,9 @@ bench-cost: $(VENV)/installed-wheel $(VENV)/installed-tools target/bench/tools.c
 
 # The jar on the oldest Spark it supports (pyspark.oldest), in a virtualenv of its own: the provider on
 # local and local-cluster, the jar reading every broker version, two failure cells, the Delta sink test, and
-# checkpoints on S3 through that Spark's older S3A
+# checkpoints on S3 through that Spark's older S3A (and the race of two attempts on GCS)
 # (every strategy on every broker runs on that Spark line in the stream suites of tests/integration).
-test-compat: $(VENV_OLDEST)/installed-wheel $(DELTA_JARS) $(S3_JARS)
+test-compat: $(VENV_OLDEST)/installed-wheel $(DELTA_JARS) $(S3_JARS) $(GCS)
 	KAFKASHARE_RESULTS=target/test-results-spark-oldest KAFKASHARE_DELTA_JARS=$$(cat $(DELTA_JARS)) \
 		$(VENV_OLDEST)/bin/python -m pytest -n 2 --dist loadgroup --durations=10 \
 		tests/python/test_spark_provider.py tests/python/test_package.py tests/python/test_delivery.py \
@@ -106,10 +108,25 @@ backlog-picture: $(VENV)/installed-wheel $(VENV)/installed-tools
 chaos: $(VENV)/installed-wheel $(VENV)/installed-tools target/bench/tools.classpath
 	cd tests/python && ../../$(PY) chaos.py --cluster $(CHAOS_ARGS)
 
+# Many driver crashes of one two-phase-commit (and one checkpoint-dedup) query into Delta: 20,000 records,
+# 4 partitions, parallelism 4, 5 kills at random moments and 3 after the sink committed a batch, then a
+# clean run (docs/reliability.md). On the oldest Spark, the one Delta supports.
+# Parameters: make crash-series CRASH_ARGS="--seed 42 --strategies two-phase-commit"
+crash-series: $(VENV_OLDEST)/installed-wheel $(DELTA_JARS)
+	cd tests/python && KAFKASHARE_RESULTS=target/crash-series KAFKASHARE_DELTA_JARS=$$(cat ../../$(DELTA_JARS)) \
+		../../$(VENV_OLDEST)/bin/python crash_series.py $(CRASH_ARGS)
+
 # The long run: a steady produce rate for 12 minutes, a failure every minute, live heap of driver and
 # executors each minute (docs/reliability.md). Parameters: make longrun LONGRUN_ARGS="--minutes 20 --rate 500"
 longrun: $(VENV)/installed-wheel $(VENV)/installed-tools target/bench/tools.classpath
 	cd tests/python && ../../$(PY) longrun.py $(LONGRUN_ARGS)
+
+# The GCS connector's shaded jar from Maven Central; fake-gcs-server built from the Go module proxy (about 1 min).
+$(GCS): versions.properties
+	rm -rf target/gcs && mkdir -p target/gcs
+	mvn -q dependency:copy -Dartifact=com.google.cloud.bigdataoss:gcs-connector:$(gcs-connector):jar:shaded -DoutputDirectory=target/gcs
+	GOBIN=$(CURDIR)/target/gcs GOFLAGS=-mod=mod go install github.com/fsouza/fake-gcs-server@v$(fake-gcs-server)
+	@touch $@
 
 $(S3_JARS): $(HARNESS_SOURCES)
 	$(SBT) harness/fetchS3Jars

@@ -45,18 +45,23 @@ def start_spark(script: str, *args: str) -> subprocess.Popen[str]:
     )
 
 
-def finish(process: subprocess.Popen[str], timeout: float = 300, killed: bool = False) -> dict[str, Any]:
-    """Waits for a Spark application; with killed=True it must die by SIGKILL (an injected driver crash)."""
+def finish(process: subprocess.Popen[str], timeout: float = 300, killed: bool | None = False) -> dict[str, Any]:
+    """Waits for a Spark application; with killed=True it must die by SIGKILL (an injected driver crash),
+    with killed=None it may (and then gives {})."""
+    timed_out = False
     try:
         stdout, stderr = process.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
         process.kill()
         stdout, stderr = process.communicate()
         stderr += f"\n(killed after {timeout} s)"
+        timed_out = True
     log = _log_name(str(process.args[1]))  # type: ignore[index]
     log.parent.mkdir(parents=True, exist_ok=True)
     with log.open("a") as f:
         f.write(stderr)
+    if killed is None and process.returncode == -9 and not timed_out:
+        return {}
     if killed:
         assert process.returncode == -9, f"was to be killed, exited {process.returncode}:\n{stderr[-6000:]}"
         return {}

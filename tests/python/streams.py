@@ -48,7 +48,10 @@ def crash_at_moments(
     broker: Broker, tmp: Path, topic: str, group: str, strategy: str, expected: int, moments: tuple[float, ...], **shape: object
 ) -> None:
     """Runs the query once per moment and kills its driver that many seconds after the run's first
-    committed batch (F4r), at whatever it is doing; each run restarts from the checkpoint."""
+    committed batch (F4r), at whatever it is doing; each run restarts from the checkpoint. A restart
+    that failed (the query stopped with an error and the app had to start it again) fails the test,
+    also inside a run that was then killed."""
+    failed_restarts = tmp / "failed-restarts.json"
     for crash, after_s in enumerate(moments):
         stream(
             broker,
@@ -61,8 +64,10 @@ def crash_at_moments(
             inject_after_s=after_s,
             marker=str(tmp / f"crash-{crash}"),
             killed=True,
+            restarts_file=str(failed_restarts),
             **shape,
         )
+        assert not failed_restarts.exists(), f"a restart failed before crash {crash}: {failed_restarts.read_text()[:3000]}"
 
 
 def check(case: str, strategy: str, landed: dict[str, Any], produced: int, tmp: Path) -> None:

@@ -18,7 +18,8 @@ Spark), watermark (a watermarked stateful query instead: each event-time window'
 collected in state, written in update mode; Spark runs no-data batches and restores state on a
 replay), delta (foreachBatch appends to a Delta table, idempotent through txnAppId/txnVersion;
 delta_jars: the Delta jars, comma-separated), spark_conf (more Spark settings: a checkpoint on S3 gives
-the S3A jars and settings; checkpoint is then an s3a:// URI). Failure F4r
+the S3A jars and settings; checkpoint is then an s3a:// URI), restarts_file (a JSON list that gets the
+error of each failed query the loop below starts again, across runs). Failure F4r
 kills the driver inject_after_s seconds after the first committed batch, at whatever it is doing.
 
 The sink writes batch N to <sink>/batch=N with mode overwrite, so a re-run batch replaces itself:
@@ -326,6 +327,10 @@ while config.get("trigger") != "available_now" and time.time() < deadline:
         break
     if query.exception() is not None or not query.isActive:
         restarts += 1  # F2: the query failed; a restart re-runs the failed batch from its offset log
+        if config.get("restarts_file"):  # each failure, kept where a later kill cannot take it away
+            failed = Path(config["restarts_file"])
+            errors = json.loads(failed.read_text()) if failed.exists() else []
+            failed.write_text(json.dumps([*errors, str(query.exception())]))
         query = start_query()
     progress = [p for p in query.recentProgress if p["numInputRows"] > 0]
     if config.get("status_file") and time.time() - status_written >= float(config.get("status_every_s", 1)):
