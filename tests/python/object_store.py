@@ -1,13 +1,16 @@
-"""An S3 server on loopback for checkpoint tests: moto's server (the real S3 protocol, from PyPI), reached by
+"""Object stores on loopback for checkpoint tests: moto's server (the real S3 protocol, from PyPI), reached by
 Spark through Hadoop's S3A (hadoop-aws and the AWS SDK of the running pyspark's Hadoop, target/s3/, fetched by
-`make test`)."""
+`make test`); and fake-gcs-server (GCS's JSON API), reached through Hadoop's GCS connector (target/gcs/, both
+fetched by `make test`)."""
 
 from __future__ import annotations
 
+import json
 import socket
 import subprocess
 import sys
 import time
+import urllib.request
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -47,13 +50,10 @@ def _free_port() -> int:
 
 
 @contextmanager
-def s3_server(log: Path) -> Iterator[str]:
-    """Starts moto's S3 server; yields its endpoint (http://127.0.0.1:<port>)."""
-    port = _free_port()
+def _server(command: list[str], port: int, log: Path, what: str) -> Iterator[str]:
+    """Starts a server on loopback and waits for its port; yields its endpoint (http://127.0.0.1:<port>)."""
     with log.open("w") as out:
-        server = subprocess.Popen(
-            [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)], stdout=out, stderr=subprocess.STDOUT
-        )
+        server = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT)
     try:
         deadline = time.time() + 60
         while True:
@@ -62,12 +62,22 @@ def s3_server(log: Path) -> Iterator[str]:
                 break
             except OSError:
                 if server.poll() is not None or time.time() > deadline:
-                    raise AssertionError(f"moto's S3 server did not start: {log.read_text()[-3000:]}") from None
+                    raise AssertionError(f"{what} did not start: {log.read_text()[-3000:]}") from None
                 time.sleep(0.2)
         yield f"http://127.0.0.1:{port}"
     finally:
         server.terminate()
         server.wait(timeout=30)
+
+
+@contextmanager
+def s3_server(log: Path) -> Iterator[str]:
+    """Starts moto's S3 server; yields its endpoint."""
+    port = _free_port()
+    with _server(
+        [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)], port, log, "moto's S3 server"
+    ) as endpoint:
+        yield endpoint
 
 
 def _client(endpoint: str) -> Any:
@@ -105,4 +115,69 @@ def s3a_spark_conf(endpoint: str) -> dict[str, str]:
         "spark.hadoop.fs.s3a.secret.key": ACCESS_KEY,
         "spark.hadoop.fs.s3a.attempts.maximum": "3",
         "spark.hadoop.fs.s3a.retry.limit": "3",
+    }
+
+
+GCS_DIR = ROOT / "target" / "gcs"
+GCS_PROJECT = "test-project"
+
+
+@contextmanager
+def gcs_server(log: Path) -> Iterator[str]:
+    """Starts fake-gcs-server, in memory; yields its endpoint."""
+    port = _free_port()
+    command = [
+        str(GCS_DIR / "fake-gcs-server"),
+        "-scheme",
+        "http",
+        "-host",
+        "127.0.0.1",
+        "-port",
+        str(port),
+        "-backend",
+        "memory",
+    ]
+    with _server(command, port, log, "fake-gcs-server") as endpoint:
+        yield endpoint
+
+
+def create_gcs_bucket(endpoint: str) -> str:
+    """A new bucket on the GCS server; returns its name."""
+    name = f"checkpoints-{uuid.uuid4().hex[:8]}"
+    request = urllib.request.Request(
+        f"{endpoint}/storage/v1/b?project={GCS_PROJECT}",
+        data=json.dumps({"name": name}).encode(),
+        headers={"Content-Type": "application/json"},
+        method="POST",
+    )
+    with urllib.request.urlopen(request, timeout=30):
+        return name
+
+
+def gcs_objects(endpoint: str, bucket: str, prefix: str) -> list[str]:
+    """The object names under `prefix` in the bucket."""
+    with urllib.request.urlopen(f"{endpoint}/storage/v1/b/{bucket}/o?prefix={prefix}", timeout=30) as r:
+        return [str(o["name"]) for o in json.load(r).get("items", [])]
+
+
+def gcs_spark_conf(endpoint: str) -> dict[str, str]:
+    """Spark settings that put the GCS connector on the class path and point it at the server, without credentials."""
+    (jar,) = GCS_DIR.glob("gcs-connector-*.jar")
+    return {
+        "spark.jars": str(jar),
+        "spark.hadoop.fs.gs.impl": "com.google.cloud.hadoop.fs.gcs.GoogleHadoopFileSystem",
+        "spark.hadoop.fs.AbstractFileSystem.gs.impl": "com.google.cloud.hadoop.fs.gcs.GoogleHadoopFS",
+        "spark.hadoop.fs.gs.storage.root.url": f"{endpoint}/",
+        "spark.hadoop.fs.gs.project.id": GCS_PROJECT,
+        "spark.hadoop.fs.gs.auth.type": "UNAUTHENTICATED",
+        # A rename is a move (one request) by default; fake-gcs-server has no move, so the connector copies
+        # and deletes, as GCS connectors before 4.0 do. Spark's own logs are published by rename.
+        "spark.hadoop.fs.gs.operation.move.enable": "false",
+        # Hadoop 3.5 (pyspark 4.3) has a GCS file system of its own, and its core-default.xml gives these
+        # settings with units ("64m"), which Google's connector reads as plain numbers: the same, in bytes.
+        "spark.hadoop.fs.gs.block.size": str(64 << 20),
+        "spark.hadoop.fs.gs.rewrite.max.chunk.size": str(512 << 20),
+        "spark.hadoop.fs.gs.outputstream.buffer.size": str(8 << 20),
+        "spark.hadoop.fs.gs.inputstream.inplace.seek.limit": str(8 << 20),
+        "spark.hadoop.fs.gs.inputstream.min.range.request.size": str(2 << 20),
     }

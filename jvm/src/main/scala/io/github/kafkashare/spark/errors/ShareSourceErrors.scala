@@ -45,7 +45,7 @@ object ShareSourceErrors {
       "executor lost but still running, a stage retried, two actions of foreachBatch in threads), both can pin " +
       "records in the same log file and the records of the one overwritten are lost. Use a store that can " +
       "create a file only if absent: S3 through S3A (with fs.s3a.create.conditional.enabled left true, on a store " +
-      "that honours If-None-Match), HDFS, ABFS with a hierarchical namespace, or a " +
+      "that honours If-None-Match), GCS through Hadoop's GCS connector, HDFS, ABFS with a hierarchical namespace, or a " +
       "spark.sql.streaming.checkpointFileManagerClass whose createAtomic refuses to overwrite atomically"
 
   // Conditions whose fix is in how the query is set up: IllegalArgumentException, as Spark's own.

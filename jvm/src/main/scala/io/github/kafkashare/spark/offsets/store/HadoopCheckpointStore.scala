@@ -17,7 +17,8 @@ import org.apache.hadoop.fs.{FileSystem, Path}
  * the file system offers a conditional write (S3A on Hadoop 3.4.2 and later: a PUT with
  * `If-None-Match: *`, which the store itself refuses when the object exists), that is used instead;
  * on older S3A (Spark 4.0's Hadoop 3.4.1) the same PUT goes through S3A's own client
- * ([[S3ConditionalPut]]). Where none holds, [[createIfAbsentAtomic]] is false and the driver warns at start
+ * ([[S3ConditionalPut]]); on GCS the connector's create without overwrite is such a write
+ * ([[GcsCreateNew]]). Where none holds, [[createIfAbsentAtomic]] is false and the driver warns at start
  * (docs/architecture/checkpoints.md). A manager the user set is trusted instead (see [[apply]]).
  */
 final class HadoopCheckpointStore private (
@@ -25,6 +26,7 @@ final class HadoopCheckpointStore private (
     fs: FileSystem,
     conditional: Boolean,
     s3Put: Option[S3ConditionalPut],
+    gcsCreate: Option[GcsCreateNew],
     chosenManager: Boolean
 ) extends CheckpointStore {
 
@@ -51,6 +53,8 @@ final class HadoopCheckpointStore private (
         out.close() // the PUT, refused by the store when the object exists
       } else if (s3Put.isDefined) {
         s3Put.get.putIfAbsent(path, bytes)
+      } else if (gcsCreate.isDefined) {
+        gcsCreate.get.createIfAbsent(path, bytes)
       } else {
         val out = createAtomic(path, overwrite = false)
         try out.write(bytes)
@@ -91,11 +95,13 @@ final class HadoopCheckpointStore private (
       catch { case _: IOException => }
     }
 
-  def createIfAbsentAtomic: Boolean = conditional || s3Put.isDefined || chosenManager || !HadoopCheckpointStore.RenameIsCopy(fs.getScheme)
+  def createIfAbsentAtomic: Boolean =
+    conditional || s3Put.isDefined || gcsCreate.isDefined || chosenManager || !HadoopCheckpointStore.RenameIsCopy(fs.getScheme)
 
   def createIfAbsentBy: String =
     if (conditional) s"a conditional write (${fs.getScheme}: the store refuses to replace an object)"
     else if (s3Put.isDefined) s"a conditional write through the S3 client (${fs.getScheme}: the store refuses to replace an object)"
+    else if (gcsCreate.isDefined) s"a create without overwrite (${fs.getScheme}: an upload on condition that no object has the name)"
     else if (chosenManager) s"the chosen checkpoint file manager ${manager.name}, without overwrite"
     else s"a rename without overwrite (${manager.name} on ${fs.getScheme}:)"
 }
@@ -117,6 +123,7 @@ object HadoopCheckpointStore {
     val chosen      = conf.get(SparkCheckpointFileManager.ClassConf, "").nonEmpty
     val conditional = !chosen && fs.hasPathCapability(path, ConditionalOverwrite)
     val s3Put       = if (chosen || conditional) None else S3ConditionalPut.of(fs, path)
-    new HadoopCheckpointStore(SparkCheckpointFileManager.create(path, conf), fs, conditional, s3Put, chosen)
+    val gcsCreate   = if (chosen || conditional) None else GcsCreateNew.of(fs, path)
+    new HadoopCheckpointStore(SparkCheckpointFileManager.create(path, conf), fs, conditional, s3Put, gcsCreate, chosen)
   }
 }
