@@ -1,6 +1,7 @@
 package io.github.kafkashare.it.stream
 
 import java.nio.file.Files
+import java.util.regex.Pattern
 
 import org.apache.spark.sql.streaming.Trigger
 
@@ -29,12 +30,14 @@ class PhaseTwoAtEndSuite extends ShareStreamTest {
 
   for ((name, strategy, options) <- modes)
     test(s"Trigger.AvailableNow with $name ends after phase 2 of its last batch") {
-      val topic = prepare()
+      val topic = prepare(lockMs = 30000) // the wait for phase 2 ends a lock after planning: room for the slow store
       val query = topic.queryOn(SlowLocalFileSystem.Scheme, strategy, options: _*)
       try
         testStream(query)(
           AddRecords(topic, 1000),
-          Assert("a commit file takes 1 s to look up")(_ => SlowStatus.slowDown(".*/commits/\\d+".r, 1000)),
+          Assert("a commit file of this query takes 1 s to look up") { q =>
+            SlowStatus.slowDown((Pattern.quote(q.checkpoint.toUri.getPath.stripSuffix("/")) + "/commits/\\d+").r, 1000)
+          },
           StartStream(Trigger.AvailableNow()),
           AwaitTermination(),
           Assert("every task of the last batch had acknowledged when the query ended") { q =>
