@@ -6,7 +6,7 @@ import java.util.UUID
 
 import scala.util.control.NonFatal
 
-import org.apache.hadoop.fs.{FileSystem, Path}
+import org.apache.hadoop.fs.{FileAlreadyExistsException, FileSystem, Path}
 import org.slf4j.LoggerFactory
 
 /**
@@ -46,29 +46,50 @@ private[store] object GcsCreateNew {
     Option.when(fs.getScheme == Scheme)(new GcsCreateNew(fs)).filter(refusesSecondUpload(_, fs, near))
 
   // Both streams are open before either closes, so both passed the connector's check that the name is
-  // free: only the precondition of the upload can refuse the second.
+  // free: only the precondition of the upload can refuse the second. Refused means a 412 (or the
+  // connector's FileAlreadyExistsException), not any failure: a throttled or failed upload proves nothing.
   private def refusesSecondUpload(create: GcsCreateNew, fs: FileSystem, near: Path): Boolean = {
     val probe =
       new Path(Option(near.getParent).getOrElse(near), s"${near.getName}.kafka-share-create-new-probe-${UUID.randomUUID()}")
-    val bytes = "probe".getBytes(UTF_8)
+    var open = List.empty[java.io.OutputStream]
     try {
-      val (first, second) = (fs.create(probe, false), fs.create(probe, false))
-      first.write(bytes)
-      second.write(bytes)
+      val first = fs.create(probe, false)
+      open = List(first)
+      val second = fs.create(probe, false)
+      open = List(first, second)
+      first.write("first".getBytes(UTF_8))
+      second.write("second".getBytes(UTF_8))
+      open = List(second)
       first.close()
+      open = Nil
       try {
         second.close()
         log.warn(
           s"kafka-share: two uploads of $probe both succeeded: the store ignores ifGenerationMatch; the source's logs are written by rename"
         )
         false
-      } catch { case _: IOException => true }
+      } catch {
+        case e: IOException if refusedAsExisting(e) => true
+      }
     } catch {
       case NonFatal(e) =>
         log.warn(s"kafka-share: the store of $near could not be probed for create-if-absent ($e); the source's logs are written by rename")
         false
-    } finally
+    } finally {
+      // A stream left open keeps its upload thread waiting for the rest of the data.
+      open.foreach(out =>
+        try out.close()
+        catch { case NonFatal(_) => }
+      )
       try fs.delete(probe, false)
       catch { case NonFatal(_) => }
+    }
   }
+
+  /** The store refused the upload because the object exists: a FileAlreadyExistsException or a 412 in the causes. */
+  private def refusedAsExisting(e: Throwable): Boolean =
+    Iterator.iterate(e)(_.getCause).takeWhile(_ != null).take(10).exists {
+      case _: FileAlreadyExistsException => true
+      case other                         => Option(other.getMessage).exists(m => m.contains("412") || m.contains("Precondition Failed"))
+    }
 }
