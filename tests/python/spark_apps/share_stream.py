@@ -330,7 +330,9 @@ while config.get("trigger") != "available_now" and time.time() < deadline:
         if config.get("restarts_file"):  # each failure, kept where a later kill cannot take it away
             failed = Path(config["restarts_file"])
             errors = json.loads(failed.read_text()) if failed.exists() else []
-            failed.write_text(json.dumps([*errors, str(query.exception())]))
+            written = failed.with_suffix(".tmp")
+            written.write_text(json.dumps([*errors, str(query.exception())]))
+            written.replace(failed)  # whole or not at all: a kill may come at any moment
         query = start_query()
     progress = [p for p in query.recentProgress if p["numInputRows"] > 0]
     if config.get("status_file") and time.time() - status_written >= float(config.get("status_every_s", 1)):
