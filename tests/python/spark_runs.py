@@ -34,6 +34,11 @@ def _log_name(script: str) -> Path:
 SPARK_TEST_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1"
 
 
+def spark_log(script: str = "share_stream.py") -> Path:
+    """Where the current test's Spark applications write their stderr (log4j's console: WARN and up)."""
+    return _log_name(script)
+
+
 def start_spark(script: str, *args: str) -> subprocess.Popen[str]:
     """Starts spark_apps/<script>; finish() waits for it and returns its JSON."""
     return subprocess.Popen(

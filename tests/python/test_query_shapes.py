@@ -15,7 +15,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from harness import Broker
-from spark_runs import record_delivery_counts, run_spark
+from spark_runs import record_delivery_counts, run_spark, spark_log
 from streams import NEWEST, check, crash_at_moments, prepare, stream
 
 pytestmark = pytest.mark.parametrize("broker", [NEWEST], indirect=True, ids=[f"kafka-{NEWEST}"])
@@ -100,6 +100,9 @@ def test_records_on_their_last_delivery_attempt_are_counted_and_kept(
     metrics = landed["metrics"]
     assert isinstance(metrics, dict) and metrics["deliveryCountLimit"] == "2", metrics
     assert int(metrics["recordsAtLastDeliveryTotal"]) > 0, landed["progress"]
+    # The driver warns, naming the setting to raise.
+    warnings = [line for line in spark_log().read_text().splitlines() if "were read on their last delivery attempt" in line]
+    assert warnings and "share.delivery.count.limit" in warnings[0], f"no such warning in {spark_log()}"
 
 
 def test_two_queries_in_one_application_and_one_group_survive_driver_crashes(
