@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from object_store import (
@@ -47,6 +48,30 @@ def gcs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         yield endpoint
 
 
+def assert_one_winner_per_task(result: dict[str, Any]) -> None:
+    """store_race.py's result: per task, exactly one attempt told the part is its own, and the log holds its records."""
+    winners = [t["winners"] for t in result["tasks"]]
+    assert winners == [1] * len(winners), f"attempts told the part was theirs, per task: {winners}"
+    assert all(t["holds_winner"] for t in result["tasks"]), result["tasks"]
+
+
+def crash_with_checkpoint_at(broker: Broker, tmp_path: Path, strategy: str, checkpoint: str, spark_conf: dict[str, str]) -> None:
+    """F4 (the driver killed after offset log N, before the sink has N; restart) with every checkpoint file,
+    Spark's and the source's, at `checkpoint`: lost 0, and doubled 0 for the exactly-once strategies."""
+    cell = run_cell(
+        broker,
+        tmp_path,
+        "F4",
+        strategy,
+        SEED,
+        records=2000,
+        group_timing=TEST_GROUP_TIMING,
+        checkpoint=checkpoint,
+        spark_conf=spark_conf,
+    )
+    check(cell)
+
+
 def test_two_attempts_of_a_task_never_both_pin_the_same_part_on_s3(s3: str) -> None:
     """Two attempts of each of 40 tasks pin part 0 of a batch at once, with different records: exactly one
     is told the part is its own, and the log holds its records. (With fs.s3a.create.conditional.enabled=false
@@ -59,9 +84,7 @@ def test_two_attempts_of_a_task_never_both_pin_the_same_part_on_s3(s3: str) -> N
     # Which conditional write: S3A's own (Hadoop 3.4.2 and later), or the source's through S3A's client (3.4.1).
     expected = "a conditional write (s3a:" if S3A_WRITES_CONDITIONALLY else "a conditional write through the S3 client"
     assert expected in result["by"], result["by"]
-    winners = [t["winners"] for t in result["tasks"]]
-    assert winners == [1] * len(winners), f"attempts told the part was theirs, per task: {winners}"
-    assert all(t["holds_winner"] for t in result["tasks"]), result["tasks"]
+    assert_one_winner_per_task(result)
 
 
 def test_without_the_conditional_write_the_store_says_it_is_not_atomic(s3: str) -> None:
@@ -80,18 +103,7 @@ def test_driver_crash_with_the_checkpoint_on_s3_loses_nothing(broker: Broker, s3
     """F4 (the driver killed after offset log N, before the sink has N; restart) with every checkpoint file,
     Spark's and the source's, in the bucket."""
     bucket = create_bucket(s3)
-    cell = run_cell(
-        broker,
-        tmp_path,
-        "F4",
-        strategy,
-        SEED,
-        records=2000,
-        group_timing=TEST_GROUP_TIMING,
-        checkpoint=f"s3a://{bucket}/checkpoint",
-        spark_conf=s3a_spark_conf(s3),
-    )
-    check(cell)
+    crash_with_checkpoint_at(broker, tmp_path, strategy, f"s3a://{bucket}/checkpoint", s3a_spark_conf(s3))
     # The files were in the bucket, Spark's and the source's: the cell did not run on a local checkpoint.
     assert keys(s3, bucket, "checkpoint/commits/"), "no commit log in the bucket"
     assert keys(s3, bucket, "checkpoint/sources/0/acquisitions/"), "no acquisition log in the bucket"
@@ -106,9 +118,7 @@ def test_two_attempts_of_a_task_never_both_pin_the_same_part_on_gcs(gcs: str) ->
     result = run_spark("store_race.py", json.dumps(config))
     assert result["atomic"], result["by"]
     assert "a create without overwrite (gs:" in result["by"], result["by"]
-    winners = [t["winners"] for t in result["tasks"]]
-    assert winners == [1] * len(winners), f"attempts told the part was theirs, per task: {winners}"
-    assert all(t["holds_winner"] for t in result["tasks"]), result["tasks"]
+    assert_one_winner_per_task(result)
     assert gcs_objects(gcs, bucket, "checkpoint/sources/0/acquisitions/0/"), "no acquisition log in the bucket"
 
 
@@ -117,17 +127,6 @@ def test_driver_crash_with_the_checkpoint_on_gcs_loses_nothing(broker: Broker, g
     """F4 with every checkpoint file in a GCS bucket, two-phase-commit (the strategy whose phase 2 also
     watches the commit log there)."""
     bucket = create_gcs_bucket(gcs)
-    cell = run_cell(
-        broker,
-        tmp_path,
-        "F4",
-        "two-phase-commit",
-        SEED,
-        records=2000,
-        group_timing=TEST_GROUP_TIMING,
-        checkpoint=f"gs://{bucket}/checkpoint",
-        spark_conf=gcs_spark_conf(gcs),
-    )
-    check(cell)
+    crash_with_checkpoint_at(broker, tmp_path, "two-phase-commit", f"gs://{bucket}/checkpoint", gcs_spark_conf(gcs))
     assert gcs_objects(gcs, bucket, "checkpoint/commits/"), "no commit log in the bucket"
     assert gcs_objects(gcs, bucket, "checkpoint/sources/0/acquisitions/"), "no acquisition log in the bucket"
