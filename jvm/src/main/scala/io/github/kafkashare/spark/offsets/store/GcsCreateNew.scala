@@ -43,12 +43,12 @@ private[store] object GcsCreateNew {
 
   /** Create-if-absent through the create of `fs`, when it is GCS and refuses the second of two racing uploads. */
   def of(fs: FileSystem, near: Path): Option[GcsCreateNew] =
-    Option.when(fs.getScheme == Scheme)(new GcsCreateNew(fs)).filter(refusesSecondUpload(_, fs, near))
+    Option.when(fs.getScheme == Scheme && refusesSecondUpload(fs, near))(new GcsCreateNew(fs))
 
   // Both streams are open before either closes, so both passed the connector's check that the name is
   // free: only the precondition of the upload can refuse the second. Refused means a 412 (or the
   // connector's FileAlreadyExistsException), not any failure: a throttled or failed upload proves nothing.
-  private def refusesSecondUpload(create: GcsCreateNew, fs: FileSystem, near: Path): Boolean = {
+  private def refusesSecondUpload(fs: FileSystem, near: Path): Boolean = {
     val probe =
       new Path(Option(near.getParent).getOrElse(near), s"${near.getName}.kafka-share-create-new-probe-${UUID.randomUUID()}")
     var open = List.empty[java.io.OutputStream]
