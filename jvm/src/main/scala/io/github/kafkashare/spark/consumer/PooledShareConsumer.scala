@@ -3,7 +3,6 @@ package io.github.kafkashare.spark.consumer
 import java.time.Duration
 import java.util.Properties
 
-import scala.collection.mutable
 import scala.jdk.CollectionConverters._
 
 import io.github.kafkashare.spark.options.Decision
@@ -49,8 +48,9 @@ final class PooledShareConsumer(val key: ConsumerKey) {
     new KafkaShareConsumer[Array[Byte], Array[Byte]](props, new ByteArrayDeserializer, new ByteArrayDeserializer)
   }
   private var subscribed: Set[String] = Set.empty
-  // Acquired and not yet acknowledged (ConsumerRecord compares by identity, which is what we want).
-  private val held = mutable.LinkedHashSet.empty[Record]
+  // Acquired and not yet acknowledged, by identity (a record is added and removed once per poll: an
+  // identity map does both without allocating, which matters at hundreds of thousands a second).
+  private val held = java.util.Collections.newSetFromMap(new java.util.IdentityHashMap[Record, java.lang.Boolean])
   // Acquired, not yet given to any batch, and when the poll that acquired them ran (System.nanoTime).
   // Volatile: the pool reads them (and may release the carry) while the consumer waits with it.
   @volatile private var carried      = Seq.empty[Record]
@@ -135,7 +135,7 @@ final class PooledShareConsumer(val key: ConsumerKey) {
     if (carried.nonEmpty) {
       val records = carried
       carried = Seq.empty
-      held ++= records
+      records.foreach(held.add)
       // Records the pool collected while it waited are new to the reader: counted as acquired by it.
       val fromCarry = !carryFetchedWhileIdle
       carryFetchedWhileIdle = false
@@ -151,9 +151,9 @@ final class PooledShareConsumer(val key: ConsumerKey) {
     while (records.isEmpty && System.nanoTime < deadline) {
       val remainingMs = math.max(1L, (deadline - System.nanoTime) / 1000000L)
       lastCall = System.nanoTime
-      records = consumer.poll(Duration.ofMillis(math.min(remainingMs, 500L))).asScala.toSeq
+      records = consumer.poll(Duration.ofMillis(math.min(remainingMs, 500L))).asScala.toVector
     }
-    held ++= records
+    records.foreach(held.add)
     // After one full wait the consumer has its assignment (it comes with a heartbeat, every 5 s by
     // default), whether or not records came: the group's other members may hold them all. Waiting the
     // join time again would cost every later task of such a consumer 12 s for nothing.
@@ -195,10 +195,10 @@ final class PooledShareConsumer(val key: ConsumerKey) {
   def collectFetchedWhileIdle(): Int =
     // Only while its client is fetching anyway: on a consumer that stopped (its last poll brought
     // records), a poll with an empty buffer would start a fetch, and acquire records for nothing.
-    if (!fetching || held.nonEmpty || carried.nonEmpty || subscribed.isEmpty) 0
+    if (!fetching || !held.isEmpty || carried.nonEmpty || subscribed.isEmpty) 0
     else {
       val since   = unreturnedSince.getOrElse(System.nanoTime)
-      val records = consumer.poll(Duration.ZERO).asScala.toSeq
+      val records = consumer.poll(Duration.ZERO).asScala.toVector
       if (records.isEmpty) {
         // Nothing has come so far: whatever comes later is acquired later.
         unreturnedSince = Some(System.nanoTime - PooledShareConsumer.InFlightMarginNanos)
@@ -214,14 +214,14 @@ final class PooledShareConsumer(val key: ConsumerKey) {
 
   /** Keeps held records, acquired at `acquiredAtNanos`, for the next [[poll]] (the carry, above). */
   def carry(records: Seq[Record], acquiredAtNanos: Long): Unit = if (records.nonEmpty) {
-    records.foreach(held -= _)
+    records.foreach(held.remove)
     carriedSince = if (carried.isEmpty) acquiredAtNanos else math.min(carriedSince, acquiredAtNanos)
     carried ++= records
   }
 
   /** Marks records as decided; the decisions are sent with the next [[commit]]. */
   def acknowledge(records: Iterable[Record], kind: AcknowledgeType): Unit =
-    records.foreach { r => consumer.acknowledge(r, kind); held -= r }
+    records.foreach { r => consumer.acknowledge(r, kind); held.remove(r) }
 
   /**
    * Sends the acknowledgements marked so far. Returns the partitions whose acknowledgement the
@@ -242,7 +242,7 @@ final class PooledShareConsumer(val key: ConsumerKey) {
 
   /** ACCEPTs everything held and sends it (two-phase commit, phase 2). */
   def acceptHeld(): Seq[(String, Int, Throwable)] = {
-    acknowledge(held.toSeq, AcknowledgeType.ACCEPT)
+    acknowledge(heldNow, AcknowledgeType.ACCEPT)
     commit()
   }
 
@@ -251,17 +251,19 @@ final class PooledShareConsumer(val key: ConsumerKey) {
    * and the partitions whose acknowledgements the broker refused.
    */
   def decideHeld(decide: ((String, Int, Long)) => Decision): (Map[Decision, Int], Seq[(String, Int, Throwable)]) = {
-    val decided = held.toSeq.groupBy(r => decide((r.topic, r.partition, r.offset)))
+    val decided = heldNow.groupBy(r => decide((r.topic, r.partition, r.offset)))
     decided.foreach { case (d, records) => acknowledge(records, PooledShareConsumer.kafkaType(d)) }
     val refused = commit()
     (decided.map { case (d, records) => d -> records.size }, refused)
   }
 
   /** RELEASEs whatever is still held (rollback), so the group can give it to another member at once. */
-  def releaseHeld(): Unit = if (held.nonEmpty) {
-    acknowledge(held.toSeq, AcknowledgeType.RELEASE)
+  def releaseHeld(): Unit = if (!held.isEmpty) {
+    acknowledge(heldNow, AcknowledgeType.RELEASE)
     commit()
   }
+
+  private def heldNow: Seq[Record] = held.asScala.toVector
 
   /**
    * Closes the client. One that never subscribed never joined the group: it has nothing to leave or

@@ -48,21 +48,30 @@ object AcquisitionEntry {
 
   /** Runs from records given as (topic, partition, offset, deliveryCount), in any order. */
   def of(records: Iterable[(String, Int, Long, Int)]): AcquisitionEntry = {
-    val runs = Vector.newBuilder[AcquiredRun]
-    records.toSeq.sortBy(r => (r._1, r._2, r._3)).foreach { case (t, p, o, d) => runs += AcquiredRun(t, p, o, o, d) }
-    AcquisitionEntry(merge(runs.result()))
-  }
-
-  private def merge(sorted: Vector[AcquiredRun]): Vector[AcquiredRun] =
-    sorted.foldLeft(Vector.empty[AcquiredRun]) { (acc, r) =>
-      acc.lastOption match {
-        case Some(prev)
-            if prev.topic == r.topic && prev.partition == r.partition &&
-              prev.last + 1 == r.first && prev.deliveryCount == r.deliveryCount =>
-          acc.init :+ prev.copy(last = r.last)
-        case _ => acc :+ r
+    // A poll's records come partition after partition, in offset order: TimSort sees those runs and
+    // merges them in linear time. Called for every poll, so no key tuple per record.
+    val sorted           = records.toArray.sortInPlace()(RecordOrder)
+    val runs             = Vector.newBuilder[AcquiredRun]
+    var run: AcquiredRun = null
+    sorted.foreach { case (t, p, o, d) =>
+      if (run != null && run.partition == p && run.last + 1 == o && run.deliveryCount == d && run.topic == t) run = run.copy(last = o)
+      else {
+        if (run != null) runs += run
+        run = AcquiredRun(t, p, o, o, d)
       }
     }
+    if (run != null) runs += run
+    AcquisitionEntry(runs.result())
+  }
+
+  private object RecordOrder extends Ordering[(String, Int, Long, Int)] {
+    def compare(a: (String, Int, Long, Int), b: (String, Int, Long, Int)): Int = {
+      val byTopic = a._1.compareTo(b._1)
+      if (byTopic != 0) byTopic
+      else if (a._2 != b._2) Integer.compare(a._2, b._2)
+      else java.lang.Long.compare(a._3, b._3)
+    }
+  }
 
   def parse(text: String, path: String): AcquisitionEntry = {
     val lines = text.split("\n").toSeq.filter(_.nonEmpty)

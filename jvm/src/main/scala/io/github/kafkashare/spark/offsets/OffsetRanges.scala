@@ -29,6 +29,18 @@ final class OffsetRanges private (val ranges: Vector[OffsetRange]) extends Seria
     false
   }
 
+  /** Whether some offset of `first..last` is in the set. */
+  def overlaps(first: Long, last: Long): Boolean = {
+    // The first range that ends at or after `first`; the set overlaps if it starts by `last`.
+    var lo = 0
+    var hi = ranges.size
+    while (lo < hi) {
+      val mid = (lo + hi) >>> 1
+      if (ranges(mid).last < first) lo = mid + 1 else hi = mid
+    }
+    lo < ranges.size && ranges(lo).first <= last
+  }
+
   def union(other: OffsetRanges): OffsetRanges = OffsetRanges.normalize(ranges ++ other.ranges)
 
   /** How many offsets of `from until until` are in the set. */

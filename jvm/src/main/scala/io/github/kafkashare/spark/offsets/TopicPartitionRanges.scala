@@ -8,6 +8,10 @@ final case class TopicPartitionRanges(byPartition: Map[(String, Int), OffsetRang
   def contains(topic: String, partition: Int, offset: Long): Boolean =
     byPartition.get((topic, partition)).exists(_.contains(offset))
 
+  /** Whether some offset of `first..last` of that partition is in the set. */
+  def overlaps(topic: String, partition: Int, first: Long, last: Long): Boolean =
+    byPartition.get((topic, partition)).exists(_.overlaps(first, last))
+
   def union(other: TopicPartitionRanges): TopicPartitionRanges =
     TopicPartitionRanges((byPartition.keySet ++ other.byPartition.keySet).iterator.map { tp =>
       tp -> byPartition.getOrElse(tp, OffsetRanges.empty).union(other.byPartition.getOrElse(tp, OffsetRanges.empty))

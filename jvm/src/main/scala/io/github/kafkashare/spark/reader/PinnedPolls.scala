@@ -97,8 +97,11 @@ private[reader] final class PinnedPolls(
       polls += 1; pollNanos += System.nanoTime - pollStart
       val polledAt = poll.acquiredAtNanos
       if (!poll.fromCarry) counters.acquired += poll.records.size
-      poll.records.foreach(r => counters.maxDeliveryCount = math.max(counters.maxDeliveryCount, RecordRows.deliveryCountOf(r)))
-      if (!poll.fromCarry) noteLastAttempts(poll.records)
+      // The poll's highest delivery count: below the limits (the usual case), no record needs a look for them.
+      val maxCount = poll.records.iterator.map(RecordRows.deliveryCountOf).maxOption.getOrElse(0)
+      counters.maxDeliveryCount = math.max(counters.maxDeliveryCount, maxCount)
+      val someOnLastAttempt = maxCount >= partition.deliveryLimit
+      if (!poll.fromCarry && someOnLastAttempt) noteLastAttempts(poll.records)
 
       val polled = if (lockAgeMs(polledAt) <= pinnableLockAgeMs) poll.records
       else {
@@ -112,18 +115,19 @@ private[reader] final class PinnedPolls(
         lastAttempt
       }
       val (redelivered, unpinned) =
-        if (partition.strategy.dropsRedeliveries) polled.partition(pinnedElsewhere)
+        if (partition.strategy.dropsRedeliveries) splitPinnedElsewhere(polled)
         else (Seq.empty[Record], polled)
       val (poison, fresh) = partition.poison match {
-        case Some(policy) => unpinned.partition(r => RecordRows.deliveryCountOf(r) > policy.maxDeliveries)
-        case None         => (Seq.empty[Record], unpinned)
+        case Some(policy) if maxCount > policy.maxDeliveries =>
+          unpinned.partition(r => RecordRows.deliveryCountOf(r) > policy.maxDeliveries)
+        case _ => (Seq.empty[Record], unpinned)
       }
       rejectPoison(poison)
       // A poll returns whole record batches, often more than this task's share of maxRecordsPerTrigger:
       // the rest stays acquired for the next task (PooledShareConsumer's carry), not RELEASEd. Records on
       // their last delivery attempt are never carried, even past the share: a carry that ages out or a
       // crash hands them back to the group, which archives them.
-      val (lastChance, others) = fresh.partition(onLastAttempt)
+      val (lastChance, others) = if (someOnLastAttempt) fresh.partition(onLastAttempt) else (Seq.empty[Record], fresh)
       val (withinShare, overLimit) =
         others.splitAt((partition.maxRecords - emitted - lastChance.size).max(0L).min(Int.MaxValue).toInt)
       val keptAtFirstCheck = lastChance ++ withinShare
@@ -135,7 +139,7 @@ private[reader] final class PinnedPolls(
       // do) hand out records past half the delivery count limit in ever smaller batches, and those on
       // their last attempt one per fetch (to isolate a poison record), whatever the backlog behind them.
       // Polling once per task would then drain them at one record per task per batch.
-      val throttled = poll.records.exists(r => RecordRows.deliveryCountOf(r) > 1)
+      val throttled = maxCount > 1
       val pollAgain = !partition.holdUntilCommit && overLimit.isEmpty && emitted + keptAtFirstCheck.size < partition.maxRecords &&
         budgetLeftMs > 0 && (poll.fromCarry || poll.records.size * 2 >= consumer.maxPollRecords || throttled)
 
@@ -163,7 +167,8 @@ private[reader] final class PinnedPolls(
         return Iterator.empty
       }
       val pinStart       = System.nanoTime
-      val entry          = AcquisitionEntry.of(kept.map(r => (r.topic, r.partition, r.offset, RecordRows.deliveryCountOf(r))))
+      val ordered        = inReplayOrder(kept)
+      val entry          = AcquisitionEntry.of(ordered.map(r => (r.topic, r.partition, r.offset, RecordRows.deliveryCountOf(r))))
       val (winner, ours) = partition.log.writeIfAbsent(partition.batch, partition.task, entry, part)
       pinNanos += System.nanoTime - pinStart
       pinned = ours
@@ -194,7 +199,7 @@ private[reader] final class PinnedPolls(
           CommitWatcher.DoneMark(partition.markers, partition.batch, partition.task)
         )
         consumer = null
-        inReplayOrder(kept)
+        withCounts(ordered)
       } else {
         val ackStart = System.nanoTime
         consumer.acknowledge(kept, AcknowledgeType.ACCEPT)
@@ -205,7 +210,7 @@ private[reader] final class PinnedPolls(
         emitted += kept.size
         part += 1
         if (pollAgain && kept.nonEmpty) consumer.send() else finish(polledAt)
-        inReplayOrder(kept)
+        withCounts(ordered)
       }
     } catch {
       case NonFatal(e) =>
@@ -253,8 +258,9 @@ private[reader] final class PinnedPolls(
     }
   }
 
-  private def inReplayOrder(records: Seq[Record]): Iterator[(Record, Int)] =
-    records.sortBy(r => (r.topic, r.partition, r.offset)).iterator.map(r => r -> RecordRows.deliveryCountOf(r))
+  private def inReplayOrder(records: Seq[Record]): Seq[Record] = records.sorted(ReplayOrder)
+
+  private def withCounts(records: Seq[Record]): Iterator[(Record, Int)] = records.iterator.map(r => r -> RecordRows.deliveryCountOf(r))
 
   /** Sends the last acknowledgements, waiting for the answer, and gives the consumer back. */
   private def finish(polledAt: Long): Unit = {
@@ -293,18 +299,43 @@ private[reader] final class PinnedPolls(
     (partition.lockDurationMs * (if (partition.holdUntilCommit) 0.6 else 0.8)).toLong
 
   /**
-   * Whether a record is pinned already: to an earlier batch (the pinned set), to a sibling task of
-   * this batch, or to an earlier part of this task. Not only redeliveries (delivery count above 1)
-   * are looked up: on Kafka 4.1 a record released by a departing member comes back with delivery
-   * count 1. The siblings' parts are listed once per poll, and each part is read once (a part never
-   * changes after it is written).
+   * Splits a poll into the records pinned already, to an earlier batch (the pinned set), to a sibling
+   * task of this batch, or to an earlier part of this task, and the others. Not only redeliveries
+   * (delivery count above 1) are looked up: on Kafka 4.1 a record released by a departing member comes
+   * back with delivery count 1. The siblings' parts are listed once per poll, and each part is read
+   * once (a part never changes after it is written). Records are looked up one by one only in the
+   * partitions where the poll's offsets reach into a pinned range: a backlog's polls are new offsets,
+   * and a lookup per record would cost more than the rest of the task's own work on them.
    */
-  private def pinnedElsewhere: Record => Boolean = {
-    lazy val refreshed = refreshSiblings()
-    r =>
-      partition.pinned.contains(r.topic, r.partition, r.offset) || ownParts.contains(r.topic, r.partition, r.offset) || {
-        refreshed; siblingsPinned.contains(r.topic, r.partition, r.offset)
-      }
+  private def splitPinnedElsewhere(records: Seq[Record]): (Seq[Record], Seq[Record]) =
+    if (records.isEmpty) (Seq.empty, records)
+    else {
+      refreshSiblings()
+      val pins    = Seq(partition.pinned, ownParts, siblingsPinned)
+      val suspect = partitionsReachingPins(records, pins)
+      if (suspect.isEmpty) (Seq.empty, records)
+      else records.partition(r => suspect((r.topic, r.partition)) && pins.exists(_.contains(r.topic, r.partition, r.offset)))
+    }
+
+  /** The partitions whose offsets in `records` (from lowest to highest) overlap a pinned range. */
+  private def partitionsReachingPins(records: Seq[Record], pins: Seq[TopicPartitionRanges]): Set[(String, Int)] = {
+    val found           = mutable.Set.empty[(String, Int)]
+    var topic: String   = null
+    var part            = -1
+    var lowest, highest = 0L
+    def check(): Unit =
+      if (
+        topic != null && !found((topic, part)) &&
+        pins.exists(_.overlaps(topic, part, lowest, highest))
+      ) found += ((topic, part))
+    // A poll's records come partition after partition: one span per run of a partition.
+    records.foreach { r =>
+      if (r.partition != part || r.topic != topic) {
+        check(); topic = r.topic; part = r.partition; lowest = r.offset; highest = r.offset
+      } else { lowest = math.min(lowest, r.offset); highest = math.max(highest, r.offset) }
+    }
+    check()
+    found.toSet
   }
 
   private val siblingPartsRead = mutable.Set.empty[(Int, Int)]
@@ -322,4 +353,14 @@ private object PinnedPolls {
 
   /** How long a poll after the first waits: a backlog answers at once, and an empty wait ends the task. */
   val LaterPollTimeoutMs = 200L
+
+  /** The order a part's records are emitted and replayed in: topic, partition, offset. */
+  private object ReplayOrder extends Ordering[PooledShareConsumer.Record] {
+    def compare(a: PooledShareConsumer.Record, b: PooledShareConsumer.Record): Int = {
+      val byTopic = a.topic.compareTo(b.topic)
+      if (byTopic != 0) byTopic
+      else if (a.partition != b.partition) Integer.compare(a.partition, b.partition)
+      else java.lang.Long.compare(a.offset, b.offset)
+    }
+  }
 }

@@ -17,6 +17,19 @@ class OffsetRangesSuite extends AnyFunSuite {
     assert(!OffsetRanges.empty.contains(0))
   }
 
+  test("overlaps: whether a span of offsets reaches into the set, and agrees with a lookup per offset") {
+    val r = OffsetRanges(Seq(OffsetRange(10, 19), OffsetRange(30, 39)))
+    assert(r.overlaps(0, 10) && r.overlaps(19, 25) && r.overlaps(0, 100) && r.overlaps(35, 35))
+    assert(!r.overlaps(0, 9) && !r.overlaps(20, 29) && !r.overlaps(40, 100) && !OffsetRanges.empty.overlaps(0, 100))
+    val random = new scala.util.Random(11)
+    (1 to 200).foreach { _ =>
+      val set   = OffsetRanges.ofOffsets(Seq.fill(20)(random.nextInt(200).toLong))
+      val first = random.nextInt(200).toLong
+      val last  = first + random.nextInt(20)
+      assert(set.overlaps(first, last) == (first to last).exists(set.contains), s"$set $first..$last")
+    }
+  }
+
   test("union merges overlapping and adjacent ranges") {
     val a = OffsetRanges(Seq(OffsetRange(0, 9), OffsetRange(30, 39)))
     val b = OffsetRanges(Seq(OffsetRange(10, 15), OffsetRange(35, 50)))
