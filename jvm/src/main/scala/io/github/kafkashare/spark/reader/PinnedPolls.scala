@@ -321,17 +321,17 @@ private[reader] final class PinnedPolls(
   private def partitionsReachingPins(records: Seq[Record], pins: Seq[TopicPartitionRanges]): Set[(String, Int)] = {
     val found           = mutable.Set.empty[(String, Int)]
     var topic: String   = null
-    var part            = -1
+    var kafkaPartition  = -1
     var lowest, highest = 0L
     def check(): Unit =
       if (
-        topic != null && !found((topic, part)) &&
-        pins.exists(_.overlaps(topic, part, lowest, highest))
-      ) found += ((topic, part))
+        topic != null && !found((topic, kafkaPartition)) &&
+        pins.exists(_.overlaps(topic, kafkaPartition, lowest, highest))
+      ) found += ((topic, kafkaPartition))
     // A poll's records come partition after partition: one span per run of a partition.
     records.foreach { r =>
-      if (r.partition != part || r.topic != topic) {
-        check(); topic = r.topic; part = r.partition; lowest = r.offset; highest = r.offset
+      if (r.partition != kafkaPartition || r.topic != topic) {
+        check(); topic = r.topic; kafkaPartition = r.partition; lowest = r.offset; highest = r.offset
       } else { lowest = math.min(lowest, r.offset); highest = math.max(highest, r.offset) }
     }
     check()
