@@ -305,7 +305,7 @@ private[reader] final class PinnedPolls(
    * back with delivery count 1. The siblings' parts are listed once per poll, and each part is read
    * once (a part never changes after it is written). Records are looked up one by one only in the
    * partitions where the poll's offsets reach into a pinned range: a backlog's polls are new offsets,
-   * and a lookup per record would cost more than the rest of the task's own work on them.
+   * and a lookup per record was a tenth of a read task's CPU (docs/performance.md).
    */
   private def splitPinnedElsewhere(records: Seq[Record]): (Seq[Record], Seq[Record]) =
     if (records.isEmpty) (Seq.empty, records)
