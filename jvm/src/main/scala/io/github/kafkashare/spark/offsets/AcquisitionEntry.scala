@@ -64,13 +64,16 @@ object AcquisitionEntry {
     AcquisitionEntry(runs.result())
   }
 
+  /** The order of records in an entry, and of a part's rows (fresh and replayed): topic, partition, offset. */
+  def compareRecords(topicA: String, partitionA: Int, offsetA: Long, topicB: String, partitionB: Int, offsetB: Long): Int = {
+    val byTopic = topicA.compareTo(topicB)
+    if (byTopic != 0) byTopic
+    else if (partitionA != partitionB) Integer.compare(partitionA, partitionB)
+    else java.lang.Long.compare(offsetA, offsetB)
+  }
+
   private object RecordOrder extends Ordering[(String, Int, Long, Int)] {
-    def compare(a: (String, Int, Long, Int), b: (String, Int, Long, Int)): Int = {
-      val byTopic = a._1.compareTo(b._1)
-      if (byTopic != 0) byTopic
-      else if (a._2 != b._2) Integer.compare(a._2, b._2)
-      else java.lang.Long.compare(a._3, b._3)
-    }
+    def compare(a: (String, Int, Long, Int), b: (String, Int, Long, Int)): Int = compareRecords(a._1, a._2, a._3, b._1, b._2, b._3)
   }
 
   def parse(text: String, path: String): AcquisitionEntry = {

@@ -264,6 +264,7 @@ private[reader] final class PinnedPolls(
 
   /** Sends the last acknowledgements, waiting for the answer, and gives the consumer back. */
   private def finish(polledAt: Long): Unit = {
+    // make bench-profile (tests/bench/profile_read.py) reads this line: keep the two in step.
     logDebug(s"kafka-share: batch ${partition.batch} task ${partition.task}: $polls polls, $emitted records in " +
       s"${(System.nanoTime - startedAt) / 1000000} ms: polling ${pollNanos / 1000000} ms, pinning ${pinNanos / 1000000} ms, " +
       s"acknowledging ${ackNanos / 1000000} ms, in Spark ${outsideNanos / 1000000} ms")
@@ -354,13 +355,9 @@ private object PinnedPolls {
   /** How long a poll after the first waits: a backlog answers at once, and an empty wait ends the task. */
   val LaterPollTimeoutMs = 200L
 
-  /** The order a part's records are emitted and replayed in: topic, partition, offset. */
+  /** The order a part's records are emitted and replayed in (the acquisition log's). */
   private object ReplayOrder extends Ordering[PooledShareConsumer.Record] {
-    def compare(a: PooledShareConsumer.Record, b: PooledShareConsumer.Record): Int = {
-      val byTopic = a.topic.compareTo(b.topic)
-      if (byTopic != 0) byTopic
-      else if (a.partition != b.partition) Integer.compare(a.partition, b.partition)
-      else java.lang.Long.compare(a.offset, b.offset)
-    }
+    def compare(a: PooledShareConsumer.Record, b: PooledShareConsumer.Record): Int =
+      AcquisitionEntry.compareRecords(a.topic, a.partition, a.offset, b.topic, b.partition, b.offset)
   }
 }
