@@ -57,7 +57,14 @@ lazy val connector = project
     // Why shade: docs/architecture/packaging.md. In short, Spark's own Kafka source puts
     // kafka-clients 3.9 (no share consumer) on the class path of the same application.
     assembly / assemblyShadeRules := Seq(
-      ShadeRule.rename("org.apache.kafka.**" -> s"$shadedKafkaPackage.@1").inAll
+      ShadeRule.rename("org.apache.kafka.**" -> s"$shadedKafkaPackage.@1").inAll,
+      // The client reads its own version from the resource /kafka/kafka-version.properties, which the rule
+      // above does not move: with another kafka-clients on the class path (Spark's Kafka source brings one),
+      // the first copy found would win, and the shaded client would report, and send brokers, that version.
+      // jarjar renames a resource by mapping "<its folder>/RESOURCE", and with it the string that names the
+      // resource; this rule matches only the folder kafka/ of kafka-clients, so the client's JMX prefixes
+      // ("kafka.consumer", ...), which a wider "kafka.**" would rename too, stay as they are (ShadedVersionSuite).
+      ShadeRule.rename("kafka.RESOURCE" -> s"$shadedKafkaPackage.RESOURCE").inLibrary("org.apache.kafka" % "kafka-clients" % pin("kafka.clients"))
     ),
     assemblyPackageScala / assembleArtifact := false,
     assembly / assemblyJarName              := s"${name.value}_${scalaBinaryVersion.value}-${version.value}.jar",
@@ -103,6 +110,9 @@ val fetchBenchTools = taskKey[File](
 )
 val fetchS3Jars = taskKey[File](
   "Resolves Hadoop's S3A (hadoop-aws and the AWS SDK modules it uses) and writes target/s3/jars for the object-store tests"
+)
+val fetchSparkKafkaClients = taskKey[File](
+  "Resolves Spark's own Kafka source (spark-sql-kafka-0-10 of the Spark pinned) and writes the path of the kafka-clients jar it brings to target/spark-kafka-clients.path"
 )
 val exportHarnessClasspath = taskKey[File](
   "Writes the harness class path to target/harness.classpath for the Makefile and the Python tests"
@@ -187,6 +197,19 @@ lazy val harness = project
       fetch(pin("hadoop-aws.oldest"), pin("aws-sdk.oldest"), dir / "jars-oldest")
       fetch(pin("hadoop-aws"), pin("aws-sdk"), dir / "jars")
     },
+    // ShadedVersionSuite puts the connector jar beside the kafka-clients that Spark's own Kafka source brings.
+    fetchSparkKafkaClients := {
+      val out = buildOut.value / "spark-kafka-clients.path"
+      val module = ("org.apache.spark" % "spark-sql-kafka-0-10_2.13" % pin("spark"))
+        .excludeAll(ExclusionRule("org.apache.hadoop"), ExclusionRule("org.apache.spark", "spark-tags_2.13"),
+          ExclusionRule("org.apache.spark", "spark-token-provider-kafka-0-10_2.13"))
+      val jars = dependencyResolution.value.retrieve(module, scalaModuleInfo = None, buildOut.value / "spark-kafka" / "retrieved", streams.value.log) match {
+        case Left(warning) => throw warning.resolveException
+        case Right(files)  => files.filter(f => f.getName.startsWith("kafka-clients-") && f.getName.endsWith(".jar"))
+      }
+      IO.write(out, jars.headOption.getOrElse(sys.error(s"spark-sql-kafka-0-10 ${pin("spark")} brought no kafka-clients")).getAbsolutePath)
+      out
+    },
     exportHarnessClasspath := {
       val out = buildOut.value / "harness.classpath"
       IO.write(out, (Runtime / fullClasspath).value.files.map(_.getAbsolutePath).mkString(java.io.File.pathSeparator))
@@ -241,7 +264,7 @@ lazy val integration = project
     // Suites run side by side in the one test JVM (tests within a suite one after another): most of a
     // stream test is waiting for batches, locks and polls, and each test has its own topic and group.
     Test / testForkedParallel := true,
-    Test / test               := (Test / test).dependsOn(harness / fetchBrokers).value
+    Test / test               := (Test / test).dependsOn(harness / fetchBrokers, harness / fetchSparkKafkaClients).value
   )
 
 val fetchScalafmt = taskKey[File](

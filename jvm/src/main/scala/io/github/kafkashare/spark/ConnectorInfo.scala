@@ -2,7 +2,7 @@ package io.github.kafkashare.spark
 
 import java.util.Properties
 
-import org.apache.kafka.common.utils.AppInfoParser
+import org.apache.kafka.common.utils.internals.AppInfoParser
 
 /** Which connector and which (bundled, shaded) kafka-clients are loaded in this JVM. */
 object ConnectorInfo {

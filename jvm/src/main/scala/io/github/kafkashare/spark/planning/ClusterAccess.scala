@@ -4,6 +4,7 @@ import java.util.{Collections, Properties}
 import java.util.concurrent.{ExecutionException, TimeUnit, TimeoutException}
 
 import scala.jdk.CollectionConverters._
+import scala.jdk.OptionConverters._
 import scala.util.control.NonFatal
 
 import io.github.kafkashare.spark.errors.{ShareSourceErrors, ShareSourceException}
@@ -90,11 +91,18 @@ final class ClusterAccess(options: ShareSourceOptions) extends AutoCloseable wit
    * It trails the acknowledgements (docs/kafka-facts.md), which is safe for pruning. Empty when the
    * group has no state yet.
    */
-  def groupStartOffsets(): Map[(String, Int), Long] =
+  def groupStartOffsets(): Map[(String, Int), Long] = groupOffsets().map { case (tp, o) => tp -> o.start }
+
+  /**
+   * The group's start offset per partition, with the lag the broker computes for it where the broker
+   * reports one (KIP-1226, Kafka 4.2 and later; None from 4.1 brokers). Empty when the group has no state yet.
+   */
+  def groupOffsets(): Map[(String, Int), GroupPartitionOffset] =
     try {
       await(admin.listShareGroupOffsets(Map(options.groupId -> new ListShareGroupOffsetsSpec()).asJava)
-        .partitionsToOffsetAndMetadata(options.groupId)).asScala.collect {
-        case (tp, o) if o != null => (tp.topic, tp.partition) -> o.offset
+        .partitionsToOffsetInfo(options.groupId)).asScala.collect {
+        case (tp, o) if o != null =>
+          (tp.topic, tp.partition) -> GroupPartitionOffset(o.startOffset, o.lag.toScala.map(_.longValue))
       }.toMap
     } catch { case _: GroupIdNotFoundException => Map.empty }
 
@@ -186,6 +194,9 @@ final class ClusterAccess(options: ShareSourceOptions) extends AutoCloseable wit
 
   override def close(): Unit = admin.close(java.time.Duration.ofSeconds(5))
 }
+
+/** A partition's start offset in the share group, and the broker's lag for it where it reports one (4.2+). */
+final case class GroupPartitionOffset(start: Long, brokerLag: Option[Long])
 
 /** What the cluster says of the subscribed topics now: end offsets per partition, and the topics' ids. */
 final case class TopicsNow(ends: Map[(String, Int), Long], ids: Map[String, String])

@@ -273,10 +273,10 @@ final class KafkaTestOps(bootstrapServers: String) {
       val description = admin.describeShareGroups(Collections.singleton(groupId)).describedGroups().get(groupId).get(30, TimeUnit.SECONDS)
       val offsets = admin
         .listShareGroupOffsets(Map(groupId -> new ListShareGroupOffsetsSpec()).asJava)
-        .partitionsToOffsetAndMetadata(groupId)
+        .partitionsToOffsetInfo(groupId)
         .get(30, TimeUnit.SECONDS)
         .asScala
-        .collect { case (tp, o) if o != null => tp -> o.offset }
+        .collect { case (tp, o) if o != null => tp -> o.startOffset }
         .toMap
       ShareGroupState(groupId, description.groupState.toString, description.members.size, offsets)
     } finally admin.close()
