@@ -14,7 +14,10 @@ val pins: Map[String, String] = {
 def pin(key: String): String =
   pins.getOrElse(key, sys.error(s"versions.properties has no '$key'"))
 
-val brokerVersions: Seq[String] = pin("kafka.broker.versions").split("\\s+").toSeq
+// Every broker line the tests start, oldest first: the floor and the newest, and the lines between.
+val brokerVersions: Seq[String] =
+  Seq("kafka.broker.versions", "kafka.broker.versions.between").flatMap(pin(_).split("\\s+")).distinct
+    .sortBy(v => v.split('.').map(_.toInt) match { case Array(major, minor, patch) => (major, minor, patch) })
 
 ThisBuild / version      := pin("project.version")
 ThisBuild / scalaVersion := pin("scala")

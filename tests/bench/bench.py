@@ -125,6 +125,12 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3, help="runs of each contender, in rotating order (at least 3)")
     parser.add_argument("--max-poll-records", type=int, default=2000, help="max.poll.records of every Kafka client")
     parser.add_argument("--batches-b", type=int, default=6, help="(b)'s batches: maxOffsetsPerTrigger = records / this")
+    parser.add_argument(
+        "--lock-limit",
+        type=int,
+        default=10_000,
+        help="the two-phase-commit group's share.partition.max.record.locks (Kafka 4.3+; 0: the broker's 2,000)",
+    )
     args = parser.parse_args()
 
     version = broker_versions()[-1]
@@ -168,22 +174,32 @@ def main() -> None:
             return kafka_client(broker, kind, topic, group, args.records, args.parallelism, client)
 
         def read_c(strategy: str) -> Callable[[int], dict[str, Any]]:
-            return lambda run: spark_read_by_record(
-                {
-                    **common,
-                    "source": "kafka-share",
-                    "group": f"perf-c-{strategy}-{run}",
-                    "strategy": strategy,
-                    "checkpoint": str(work / f"chk-c-{strategy}-{run}"),
-                    "options": {"kafka.max.poll.records": args.max_poll_records},
-                }
-            )
+            def read(run: int) -> dict[str, Any]:
+                group = f"perf-c-{strategy}-{run}"
+                # Two-phase-commit holds a batch's records until the commit: the group's lock limit bounds its batches.
+                if strategy == "two-phase-commit" and args.lock_limit:
+                    broker.group_config(group, {"share.partition.max.record.locks": str(args.lock_limit)})
+                return spark_read_by_record(
+                    {
+                        **common,
+                        "source": "kafka-share",
+                        "group": group,
+                        "strategy": strategy,
+                        "checkpoint": str(work / f"chk-c-{strategy}-{run}"),
+                        "options": {"kafka.max.poll.records": args.max_poll_records},
+                    }
+                )
+
+            return read
 
         contenders: list[tuple[str, Callable[[int], dict[str, Any]]]] = [
             ("(k) Kafka consumer (ceiling)", lambda run: clients("consumer", f"perf-k-{run}")),
             ("(a) Kafka share consumer", lambda run: clients("share", f"perf-a-{run}")),
             ("(b) Spark built-in kafka source", read_b),
-        ] + [(f"(c) kafka-share {s}", read_c(s)) for s in args.strategies.split(",")]
+        ] + [
+            (f"(c) kafka-share {s}" + (f", group lock limit {args.lock_limit:,}" if s == "two-phase-commit" and args.lock_limit else ""), read_c(s))
+            for s in args.strategies.split(",")
+        ]
 
         results = rotated_runs(contenders, args.runs)
 

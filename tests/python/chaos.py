@@ -92,10 +92,12 @@ def run_cell(
     group_timing: dict[str, str] | None = None,
     checkpoint: str | None = None,
     spark_conf: dict[str, str] | None = None,
+    slow_batch_s: float = 0,
 ) -> Cell:
     """One failure against one strategy; `work` is an empty directory for the checkpoint and the sink.
     `group_timing`: the group's heartbeat and session settings (by default the broker's, as in production).
-    `checkpoint`: a URI on another store (s3a://...) instead of work/checkpoint, with `spark_conf` to reach it."""
+    `checkpoint`: a URI on another store (s3a://...) instead of work/checkpoint, with `spark_conf` to reach it.
+    `slow_batch_s`: F4 strikes that long into the batch (its foreachBatch sleeps first)."""
     rng = random.Random(f"{seed}/{failure}/{strategy}")
     name = f"chaos-{failure}-{strategy}-{uuid.uuid4().hex[:6]}".lower()
     topic, group = name, f"{name}-group"
@@ -139,8 +141,9 @@ def run_cell(
         "options": {"kafka.max.poll.records": 150, "maxRecordsPerTrigger": 800},
         "failure_batch": rng.randint(1, 3),
         "inject_after_s": round(rng.uniform(0.0, 2.0), 1),
+        "slow_batch_s": slow_batch_s,
     }
-    where = f"batch {config['failure_batch']}"
+    where = f"batch {config['failure_batch']}" + (f", {slow_batch_s:g} s into it" if slow_batch_s else "")
     if failure in ("F3", "F6", "F7"):
         where = f"{config['inject_after_s']} s after the first rows"
     if failure == "F3":

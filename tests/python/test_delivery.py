@@ -40,6 +40,17 @@ def test_failure_loses_nothing(broker: Broker, tmp_path: Path, failure: str, str
     check(run_cell(broker, tmp_path, failure, strategy, SEED, records=records, group_timing=TEST_GROUP_TIMING))
 
 
+@pytest.mark.parametrize("broker", [NEWEST], indirect=True, ids=[f"kafka-{NEWEST}"])
+def test_a_driver_killed_in_a_batch_longer_than_the_lock_loses_nothing(broker: Broker, tmp_path: Path) -> None:
+    """F4, 40 s into a two-phase-commit batch with 15 s locks: the executor renewed the held records' locks
+    (RENEW, Kafka 4.2+) until the driver died with it; the restarted query runs the batch again."""
+    check(
+        run_cell(
+            broker, tmp_path, "F4", "two-phase-commit", SEED, records=2000, group_timing=TEST_GROUP_TIMING, slow_batch_s=40
+        )
+    )
+
+
 def test_the_installed_jar_reads_everything_on_every_broker(broker: Broker, tmp_path: Path) -> None:
     """The shaded jar of the wheel on this pyspark, against every broker version (the stream suites run
     every strategy on every broker, from the connector's classes on the oldest Spark line). The group keeps

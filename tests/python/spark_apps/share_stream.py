@@ -146,6 +146,8 @@ def write_batch(df: DataFrame, batch_id: int) -> None:
     if failure == "F8":
         first_count = rows.count()  # a first action on the batch: the source is read twice
     if failure == "F4" and batch_id == failure_batch and once:
+        # A batch longer than the lock (slow_batch_s): its held records' locks are renewed meanwhile (Kafka 4.2+).
+        time.sleep(float(config.get("slow_batch_s", 0)))
         injected()
         kill_driver()  # after offset log 1, before the sink has batch 1
     if failure == "F10" and poison_failures() < 3 and rows.filter(col("k") == config.get("poison_key", "7")).count():

@@ -22,7 +22,14 @@ import org.apache.spark.internal.Logging
  * decisions foreachBatch gave, or the default) and goes back to the pool. It does not wait for the
  * next batch, which an idle stream or a stop may never bring.
  *
- * If the commit does not come before the locks near their end, the batch has failed or is too slow:
+ * Where the cluster can renew a lock (RENEW, Kafka 4.2+, [[Renewal]]), the watcher renews the held
+ * records' locks every half lock duration while the commit has not come, for as long as the batch
+ * runs; it stops when the query's `stopped` marker appears (Spark stops a query's sources whether it
+ * ends by a stop or by a failure) and when the JVM dies, so no lock outlives its query by more than one
+ * lock duration. A renewal the broker refuses ends the hold as below.
+ *
+ * If the commit does not come before the locks near their end (and cannot be renewed), the batch has
+ * failed or is too slow:
  *  - two-phase commit ACCEPTs: the records are pinned, so the batch replays them from the topic
  *    whenever it runs again; letting the locks expire would hand them to other members of the group;
  *  - explicit mode RELEASEs: the user decides when the batch runs again, and a record whose decision
@@ -42,8 +49,10 @@ final class CommitWatcher(clock: Clock, pool: ShareConsumerPool) extends Logging
       commitFile: Path,
       conf: SerializableHadoopConf,
       deadlineNanos: Long,
+      renewal: Option[Renewal],
       explicit: Option[ExplicitDecisions],
-      done: DoneMark
+      done: DoneMark,
+      renewals: Int = 0
   )
 
   private final class Counters { val accepted, released, rejected = new AtomicLong }
@@ -51,17 +60,22 @@ final class CommitWatcher(clock: Clock, pool: ShareConsumerPool) extends Logging
   private val holds  = new ConcurrentLinkedQueue[Hold]()
   private val counts = new ConcurrentHashMap[ConsumerKey, Counters]()
 
-  /** Holds `consumer` (with its acquired records) until `commitFile` exists or `maxHoldMs` passes. */
+  /**
+   * Holds `consumer` (with its acquired records) until `commitFile` exists or `maxHoldMs` passes; with a
+   * `renewal`, `maxHoldMs` is when the locks are first renewed, and the hold lasts until the commit comes
+   * or the query stops.
+   */
   def holdUntilCommitted(
       consumer: PooledShareConsumer,
       commitFile: Path,
       conf: SerializableHadoopConf,
       maxHoldMs: Long,
+      renewal: Option[Renewal],
       explicit: Option[ExplicitDecisions],
       done: DoneMark
   ): Unit = {
     pool.expectBack(consumer)
-    holds.add(Hold(consumer, commitFile, conf, clock.nanoTime() + TimeUnit.MILLISECONDS.toNanos(maxHoldMs), explicit, done))
+    holds.add(Hold(consumer, commitFile, conf, clock.nanoTime() + TimeUnit.MILLISECONDS.toNanos(maxHoldMs), renewal, explicit, done))
   }
 
   /** Takes the acknowledgements made for `key` since the last call, for a read task to report. */
@@ -80,18 +94,50 @@ final class CommitWatcher(clock: Clock, pool: ShareConsumerPool) extends Logging
       if (committed || late) {
         // The decisions are read before the hold is let go: if that read fails, the next check retries.
         val decide = if (committed) Some(hold.explicit.map(decider).getOrElse((_: (String, Int, Long)) => Decision.Accept)) else None
-        holds.remove(hold)
-        if (decide.nonEmpty) acknowledge(hold, decide.get)
-        else {
-          val instead = if (hold.explicit.isEmpty) Decision.Accept else Decision.Release
-          logWarning(s"batch commit ${hold.commitFile} did not come within the lock duration; ${instead.name.toUpperCase}ing " +
-            s"its ${hold.consumer.holding} held records now. Raise the group's share.record.lock.duration.ms or shorten batches.")
-          acknowledge(hold, _ => instead)
+        if (decide.nonEmpty || !renewed(hold)) {
+          holds.remove(hold)
+          if (decide.nonEmpty) acknowledge(hold, decide.get)
+          else {
+            val instead = if (hold.explicit.isEmpty) Decision.Accept else Decision.Release
+            logWarning(s"batch commit ${hold.commitFile} did not come within the lock duration; ${instead.name.toUpperCase}ing " +
+              s"its ${hold.consumer.holding} held records now. Raise the group's share.record.lock.duration.ms or shorten batches.")
+            acknowledge(hold, _ => instead)
+          }
+          markDone(hold)
         }
-        markDone(hold)
       }
     } catch {
       case NonFatal(e) => logWarning(s"checking ${hold.commitFile} failed; will retry", e)
+    }
+  }
+
+  /**
+   * Renews the locks of a hold whose commit has not come, if it has a renewal and its query runs, and
+   * holds it for another half lock; false when the hold must end now (no renewal, the query stopped, the
+   * broker refused the renewal).
+   */
+  private def renewed(hold: Hold): Boolean = hold.renewal.exists { renewal =>
+    if (hold.done.markers.stopped) {
+      logInfo(s"kafka-share: the query stopped before ${hold.commitFile} came; its held records are no longer renewed")
+      false
+    } else {
+      val refused =
+        try hold.consumer.renewHeld()
+        catch { case NonFatal(e) => Seq(("-", -1, e)) }
+      if (refused.nonEmpty) {
+        refused.foreach { case (t, p, e) =>
+          logWarning(s"kafka-share: the broker refused to renew the locks of ${hold.commitFile.getName}'s held records of $t-$p " +
+            s"(${e.getMessage}); the batch's held records are acknowledged now")
+        }
+        false
+      } else {
+        if (hold.renewals == 0)
+          logInfo(s"kafka-share: batch commit ${hold.commitFile} is not there yet; renewing the locks of its " +
+            s"${hold.consumer.holding} held records every ${renewal.everyMs} ms until it is")
+        holds.remove(hold)
+        holds.add(hold.copy(deadlineNanos = clock.nanoTime() + TimeUnit.MILLISECONDS.toNanos(renewal.everyMs), renewals = hold.renewals + 1))
+        true
+      }
     }
   }
 
@@ -130,6 +176,14 @@ final class CommitWatcher(clock: Clock, pool: ShareConsumerPool) extends Logging
 
 object CommitWatcher {
 
+  /**
+   * Held records' locks are renewed (RENEW) every half lock duration: the broker restarts a lock when it
+   * takes the renewal, so half a lock is left for a renewal that is slow to arrive.
+   */
+  final case class Renewal(lockDurationMs: Long) {
+    def everyMs: Long = lockDurationMs / 2
+  }
+
   /** What an explicit-mode hold applies at commit. */
   final case class ExplicitDecisions(log: DecisionLog, batch: Long, default: Decision)
 
@@ -161,10 +215,11 @@ object CommitWatcher {
       commitFile: Path,
       conf: SerializableHadoopConf,
       maxHoldMs: Long,
+      renewal: Option[Renewal],
       explicit: Option[ExplicitDecisions],
       done: DoneMark
   ): Unit =
-    shared.holdUntilCommitted(consumer, commitFile, conf, maxHoldMs, explicit, done)
+    shared.holdUntilCommitted(consumer, commitFile, conf, maxHoldMs, renewal, explicit, done)
 
   /** What this JVM's watcher acknowledged for `key` since the last call (nothing before its first hold). */
   def takeCounts(key: ConsumerKey): Counts = Option(started).fold(Counts(0, 0, 0))(_.takeCounts(key))

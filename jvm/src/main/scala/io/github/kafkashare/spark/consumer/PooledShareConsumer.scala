@@ -257,6 +257,47 @@ final class PooledShareConsumer(val key: ConsumerKey) {
     (decided.map { case (d, records) => d -> records.size }, refused)
   }
 
+  /**
+   * Renews the locks of what it holds and carries (RENEW, Kafka 4.2+: the broker restarts each lock), for a
+   * batch whose commit has not come yet. Kafka's client hands renewed records back at the next poll, to
+   * be acknowledged again later, and returns nothing else until they are all back; so it polls them back
+   * here and holds (or carries) them again. Returns the partitions whose renewal the broker refused, and
+   * any record the client did not hand back: those are no longer this consumer's to acknowledge (their
+   * locks run out and the group gets them again).
+   */
+  def renewHeld(): Seq[(String, Int, Throwable)] = {
+    val heldBefore    = heldNow
+    val carriedBefore = carried
+    if (heldBefore.isEmpty && carriedBefore.isEmpty) return Nil
+    (heldBefore ++ carriedBefore).foreach(consumer.acknowledge(_, AcknowledgeType.RENEW))
+    held.clear()
+    carried = Seq.empty
+    val refused      = commit()
+    val refusedParts = refused.map { case (t, p, _) => (t, p) }.toSet
+    def idOf(r: Record) = (r.topic, r.partition, r.offset)
+    def expected(rs: Seq[Record]) = rs.filterNot(r => refusedParts((r.topic, r.partition))).map(idOf).toSet
+    val wantHeld  = expected(heldBefore)
+    val wantCarry = expected(carriedBefore)
+    var missing   = wantHeld ++ wantCarry
+    var back      = Vector.empty[Record]
+    val deadline  = System.nanoTime + PooledShareConsumer.RenewedBackTimeoutMs * 1000000L
+    while (missing.nonEmpty && System.nanoTime < deadline) {
+      val got = consumer.poll(Duration.ofMillis(100)).asScala.toVector
+      back ++= got
+      missing --= got.map(idOf)
+    }
+    val renewedAt = System.nanoTime
+    val (again, rest) = back.partition(r => wantHeld(idOf(r)))
+    again.foreach(held.add)
+    // The carry's locks were renewed too; anything else the poll brought was acquired just now.
+    if (rest.nonEmpty) { carried = rest; carriedSince = renewedAt - PooledShareConsumer.InFlightMarginNanos }
+    fetching = false
+    val notBack = missing.toSeq.map { case (t, p, o) =>
+      (t, p, new IllegalStateException(s"offset $o was not handed back after its renewal"): Throwable)
+    }
+    refused ++ notBack
+  }
+
   /** RELEASEs whatever is still held (rollback), so the group can give it to another member at once. */
   def releaseHeld(): Unit = if (!held.isEmpty) {
     acknowledge(heldNow, AcknowledgeType.RELEASE)
@@ -274,6 +315,9 @@ final class PooledShareConsumer(val key: ConsumerKey) {
 
 object PooledShareConsumer {
   val JoinTimeoutMs = 12000L
+
+  /** How long a renewal waits for the client to hand the renewed records back (it does once the broker answered). */
+  val RenewedBackTimeoutMs = 10000L
 
   /** How long before its response reaches the client the broker may have acquired records, generously. */
   private val InFlightMarginNanos = 1000L * 1000000L

@@ -13,6 +13,9 @@ import io.github.kafkashare.spark.offsets.TopicPartitionRanges
  * What the source cannot see is counted as available: records that other members of the group
  * (other queries, other consumers) hold or acknowledged above the start offset. A partition the group
  * has never read counts 0: where reading starts there is the group's share.auto.offset.reset.
+ *
+ * Brokers from Kafka 4.2 report the lag themselves (KIP-1226): they know what every member acknowledged
+ * above the start offset, so [[fromBroker]] takes theirs.
  */
 final case class Backlog(byTopic: Map[String, Long]) {
   def total: Long = byTopic.valuesIterator.sum
@@ -23,6 +26,14 @@ final case class Backlog(byTopic: Map[String, Long]) {
 
 object Backlog {
   val none: Backlog = Backlog(Map.empty)
+
+  /** The broker's own lag per partition (Kafka 4.2+); a partition it reports none for counts 0, as in [[of]]. */
+  def fromBroker(ends: Map[(String, Int), Long], brokerLag: Map[(String, Int), Option[Long]]): Backlog =
+    Backlog(
+      ends.toSeq.map { case ((topic, partition), _) =>
+        topic -> brokerLag.get((topic, partition)).flatten.fold(0L)(math.max(0L, _))
+      }.groupMapReduce(_._1)(_._2)(_ + _)
+    )
 
   def of(ends: Map[(String, Int), Long], startOffsets: Map[(String, Int), Long], pinned: TopicPartitionRanges): Backlog =
     Backlog(

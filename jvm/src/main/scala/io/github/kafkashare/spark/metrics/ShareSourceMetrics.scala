@@ -37,7 +37,10 @@ class LockUsedPercentMetric
 
 /** A driver metric (Scan.reportDriverMetrics): one value per batch, the backlog when it was planned. */
 final class BacklogMetric
-    extends ShareMaxMetric(ShareSourceMetrics.Backlog, "records available to the share group when the batch was planned")
+    extends ShareMaxMetric(
+      ShareSourceMetrics.Backlog,
+      "records available to the share group when the batch was planned (the broker's own lag from Kafka 4.2)"
+    )
 
 object ShareSourceMetrics {
   val Acquired         = "recordsAcquired"

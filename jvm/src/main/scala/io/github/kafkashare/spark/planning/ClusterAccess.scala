@@ -45,12 +45,32 @@ final class ClusterAccess(options: ShareSourceOptions) extends AutoCloseable wit
     BootstrapProbe.firstRefusal(options.bootstrapServers, ClusterAccess.ProbeTimeoutMs).foreach { refused =>
       throw ShareSourceErrors.brokerUnreachable(options.bootstrapServers, ClusterAccess.ProbeTimeoutMs, refused)
     }
-    val features = await(admin.describeFeatures().featureMetadata())
-    val level    = Option(features.finalizedFeatures.get("share.version")).map(_.maxVersionLevel.toInt).getOrElse(0)
+    val level = shareVersion(await(admin.describeFeatures().featureMetadata()))
     if (level < 1) throw ShareSourceErrors.shareGroupsDisabled(
       options.bootstrapServers,
       new IllegalStateException(s"finalized feature share.version is $level")
     )
+  }
+
+  // Absent when the level is 0.
+  private def shareVersion(features: FeatureMetadata): Int =
+    Option(features.finalizedFeatures.get("share.version")).map(_.maxVersionLevel.toInt).getOrElse(0)
+
+  /**
+   * What the cluster offers beyond Kafka 4.1's share groups, and why not where it does not
+   * ([[BrokerFeatures]]). Group settings that cannot be read (no DescribeConfigs permission) count as unset.
+   */
+  def features(): BrokerFeatures = {
+    val metadata = await(admin.describeFeatures().featureMetadata())
+    val maxMetadataVersion = Option(metadata.supportedFeatures.get("metadata.version")).map(_.maxVersion.toInt).getOrElse(0)
+    val group =
+      try groupSettings()
+      catch {
+        case NonFatal(e) =>
+          logInfo(s"kafka-share: cannot read the share group's settings (${e.getMessage}); taking the broker's defaults")
+          Map.empty[String, String]
+      }
+    BrokerFeatures.of(maxMetadataVersion, shareVersion(metadata), group)
   }
 
   /** The topics the subscription names now; a fixed list must exist. */
@@ -151,6 +171,23 @@ final class ClusterAccess(options: ShareSourceOptions) extends AutoCloseable wit
         None
     }
 
+  /**
+   * How many records of one partition the group may hold acquired and unacknowledged at once: the
+   * group's share.partition.max.record.locks (Kafka 4.3 and later), else the broker's
+   * group.share.partition.max.record.locks, else Kafka's default. It bounds the batches of the strategies
+   * that hold records until the commit. None when the settings cannot be read.
+   */
+  def recordLockLimit(): Option[Int] =
+    try
+      groupSettings().get("share.partition.max.record.locks").flatMap(_.toIntOption)
+        .orElse(brokerSetting("group.share.partition.max.record.locks").flatMap(_.toIntOption))
+        .orElse(Some(ClusterAccess.DefaultRecordLockLimit))
+    catch {
+      case NonFatal(e) =>
+        logInfo(s"kafka-share: cannot read the share group's record lock limit (${e.getMessage})")
+        None
+    }
+
   /** The share group's own settings (those it sets, and the broker's defaults for the others). */
   private def groupSettings(): Map[String, String] = settings(new ConfigResource(ConfigResource.Type.GROUP, options.groupId))
 
@@ -208,4 +245,5 @@ object ClusterAccess {
   val ProbeTimeoutMs            = 8000L
   val DefaultLockDurationMs     = 30000L
   val DefaultDeliveryCountLimit = 5
+  val DefaultRecordLockLimit    = 2000
 }

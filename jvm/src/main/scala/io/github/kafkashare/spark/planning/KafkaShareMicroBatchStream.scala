@@ -49,6 +49,7 @@ final class KafkaShareMicroBatchStream(
     parallelism: Int,
     lockDurationMs: Long,
     initialDeliveryLimit: Option[Int],
+    features: BrokerFeatures,
     hadoopConf: SerializableHadoopConf,
     totals: QueryTotals,
     explicit: Option[ExplicitQueries.Registration]
@@ -101,7 +102,7 @@ final class KafkaShareMicroBatchStream(
       emptyBatchesInARow = if (stats.records > 0) 0 else emptyBatchesInARow + 1
       lastBatchStats = stats
       val batchMs = (System.nanoTime - plannedAt) / 1000000L
-      if (options.holdsUntilCommit && start.batch >= 0 && batchMs > lockDurationMs * 0.8)
+      if (options.holdsUntilCommit && !renewLocks && start.batch >= 0 && batchMs > lockDurationMs * 0.8)
         logWarning(s"kafka-share: batch ${start.batch} took $batchMs ms, more than 80% of the lock duration " +
           s"($lockDurationMs ms) for which ${holder} holds records. Raise the group's share.record.lock.duration.ms " +
           "(docs/operations.md) or make batches smaller (maxRecordsPerTrigger)")
@@ -124,13 +125,16 @@ final class KafkaShareMicroBatchStream(
     checkIdentity(start)
     val now          = cluster.topicsNow(topics)
     val ends         = now.ends
-    val startOffsets = cluster.groupStartOffsets()
+    val groupOffsets = cluster.groupOffsets()
+    val startOffsets = groupOffsets.map { case (tp, o) => tp -> o.start }
     val pinned = withoutRecreatedTopics(
       AcquisitionEntry.offsetsOf(entries, start.pinned).minus(released).dropBelow(startOffsets),
       start,
       now.ids
     )
-    backlog = Backlog.of(ends, startOffsets, pinned)
+    backlog =
+      if (features.brokerLag.available) Backlog.fromBroker(ends, groupOffsets.map { case (tp, o) => tp -> o.brokerLag })
+      else Backlog.of(ends, startOffsets, pinned)
 
     val firstRun = start.batch < 0 || plannedEnds.isEmpty
     val gotSome  = lastBatchStats.records > 0
@@ -269,6 +273,9 @@ final class KafkaShareMicroBatchStream(
 
   private def holder = if (explicit.nonEmpty) "explicit acknowledgement" else "two-phase-commit"
 
+  // Held records keep their locks by RENEW for as long as their batch runs, where the cluster can (BrokerFeatures).
+  private val renewLocks = options.holdsUntilCommit && features.renew.available
+
   override def planInputPartitions(start: Offset, end: Offset): Array[InputPartition] = {
     val batchEnd = ShareSourceOffset.of(end)
     if (!lastPlanned.contains(batchEnd)) checkReplayable(batchEnd)
@@ -296,6 +303,7 @@ final class KafkaShareMicroBatchStream(
         hadoopConf = hadoopConf,
         totals = totalsOut,
         holdUntilCommit = options.holdsUntilCommit,
+        renewLocks = renewLocks,
         explicitDefault = options.mode match {
           case AcknowledgmentMode.Explicit(default) => Some(default)
           case AcknowledgmentMode.Implicit          => None
@@ -455,6 +463,8 @@ object KafkaShareMicroBatchStream extends Logging {
       options.startingOffsets.foreach(cluster.applyStartingOffsets)
       val lockDurationMs = options.lockTimeoutMs.getOrElse(cluster.lockDurationMs())
       val deliveryLimit  = cluster.deliveryCountLimit()
+      val features       = cluster.features()
+      val lockLimit      = cluster.recordLockLimit()
       val parallelism    = options.parallelism.getOrElse(spark.sparkContext.defaultParallelism)
       // Each read task is a member of the group; the group takes at most group.share.max.size.
       cluster.groupMaxSize().filter(parallelism > _).foreach { max =>
@@ -466,11 +476,19 @@ object KafkaShareMicroBatchStream extends Logging {
       logInfo(s"kafka-share: group '${options.groupId}', ${KafkaShareTable.describe(options.subscription)}, " +
         s"strategy ${options.strategy.name}, $parallelism consumers per batch, lock duration $lockDurationMs ms, " +
         s"checkpoint logs written by ${store.createIfAbsentBy}, " +
-        s"delivery count limit ${deliveryLimit.getOrElse("- (none that loses records)")}" +
+        s"delivery count limit ${deliveryLimit.getOrElse("- (none that loses records)")}, " +
+        s"record lock limit ${lockLimit.fold("- (unreadable)")(l => s"$l per partition")}" +
         options.poison.fold("")(p =>
           s", records delivered more than ${p.maxDeliveries} times rejected" +
             p.deadLetterTopic.fold("")(t => s" via '$t'")
         ))
+      logInfo(s"kafka-share: group '${options.groupId}': ${features.describe}")
+      if (options.holdsUntilCommit && !features.renew.available)
+        logWarning(s"kafka-share: group '${options.groupId}': " +
+          s"${if (options.mode == AcknowledgmentMode.Implicit) options.strategy.name else "explicit mode"} " +
+          s"holds records until their batch commits and cannot renew their locks here (${features.renew.why}): a batch " +
+          s"that takes longer than 80% of the lock duration ($lockDurationMs ms) has its records acknowledged before it " +
+          "commits (docs/delivery-semantics.md, 'Held records and the lock')")
       val explicit = options.mode match {
         case AcknowledgmentMode.Implicit => None
         case AcknowledgmentMode.Explicit(_) =>
@@ -492,6 +510,7 @@ object KafkaShareMicroBatchStream extends Logging {
           parallelism,
           lockDurationMs,
           deliveryLimit,
+          features,
           hadoopConf,
           new QueryTotals(spark.sparkContext),
           explicit

@@ -15,6 +15,7 @@ import org.apache.spark.sql.connector.read.InputPartition
  * @param readDurationMs how long the task keeps polling while there is a backlog
  * @param commitFile  Spark's commit log file of this batch (two-phase commit waits for it)
  * @param holdUntilCommit  keep the records acquired until the batch commits (two-phase commit, explicit mode)
+ * @param renewLocks  while held, renew their locks (RENEW, Kafka 4.2+) until the batch commits or the query stops
  * @param explicitDefault  explicit mode: the decision for records foreachBatch did not decide on
  * @param markers     where phase 2 is said done, and where the query says that it stopped
  * @param deliveryLimit the group's delivery count limit: a record delivered that many times is on its last attempt
@@ -38,6 +39,7 @@ final case class KafkaShareInputPartition(
     hadoopConf: SerializableHadoopConf,
     totals: QueryTotalsInTransit,
     holdUntilCommit: Boolean,
+    renewLocks: Boolean,
     explicitDefault: Option[Decision],
     decisions: DecisionLog,
     markers: SourceMarkers,

@@ -189,12 +189,14 @@ private[reader] final class PinnedPolls(
         consumer.commit() // the dropped and poison records; the kept ones stay held
         counters.lockUsedPercent = lockUsedPercent(polledAt)
         // The locks started at the fetch, which for a carry or the client's buffer was some time ago.
-        val lockLeftMs = (partition.lockDurationMs * 0.8).toLong - lockAgeMs(polledAt)
+        val renewal    = if (partition.renewLocks) Some(CommitWatcher.Renewal(partition.lockDurationMs)) else None
+        val lockLeftMs = renewal.fold((partition.lockDurationMs * 0.8).toLong)(_.everyMs) - lockAgeMs(polledAt)
         CommitWatcher.holdUntilCommitted(
           consumer,
           new Path(partition.commitFile),
           partition.hadoopConf,
           math.max(lockLeftMs, 0L),
+          renewal,
           partition.explicitDefault.map(CommitWatcher.ExplicitDecisions(partition.decisions, partition.batch, _)),
           CommitWatcher.DoneMark(partition.markers, partition.batch, partition.task)
         )

@@ -245,6 +245,9 @@ object KafkaBroker {
       // so a paused consumer's session expires (F7) in seconds rather than 45 s.
       "group.share.min.session.timeout.ms"    -> "6000",
       "group.share.min.heartbeat.interval.ms" -> "1000",
+      // An upper bound only (Kafka 4.3+; older brokers ignore it): lets a group raise its own lock limit
+      // (share.partition.max.record.locks) to 10,000, as `make bench --lock-limit` does for two-phase-commit.
+      "group.share.max.partition.max.record.locks" -> "10000",
       // Not broker settings: the harness's own notes, ignored by Kafka.
       "kafkashare.port"    -> port.toString,
       "kafkashare.nodes"   -> recipe.nodes.toString,

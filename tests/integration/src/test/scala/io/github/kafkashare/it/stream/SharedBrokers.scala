@@ -22,6 +22,15 @@ object SharedBrokers {
 
   def newest: KafkaBroker = of(versions.last)
 
+  /** The oldest line supported and the newest: every strategy runs on these; the lines between hold the cells that differ by broker. */
+  def floorAndNewest: Seq[String] = Seq(versions.head, versions.last).distinct
+
+  /** The fetched versions of Kafka `line` ("4.2") or later. */
+  def since(line: String): Seq[String] = {
+    def majorMinor(v: String) = v.split('.').map(_.toInt) match { case Array(major, minor, _*) => (major, minor) }
+    versions.filter(v => Ordering[(Int, Int)].gteq(majorMinor(v), majorMinor(line)))
+  }
+
   /** The brokers started so far (for their logs when a test fails). */
   def running: Seq[KafkaBroker] = started.values.toSeq
 

@@ -1,0 +1,84 @@
+package io.github.kafkashare.spark.planning
+
+/**
+ * What the cluster offers beyond Kafka 4.1's share groups, read once when the query starts, and, for
+ * each thing it lacks, why: the source uses a feature where the cluster has it and behaves as on 4.1
+ * where it does not, and says which once, at start (docs/operations.md, "Features by broker").
+ *
+ * The broker's line comes from the highest `metadata.version` its software supports (Admin
+ * describeFeatures), because no public API tells the ShareFetch and ShareAcknowledge versions a broker
+ * serves, and those follow the software: every 4.2+ broker serves v2 (RENEW), 4.1 only v1. The answer
+ * is the bootstrap broker's: a cluster in the middle of an upgrade from 4.1 may have brokers that lack
+ * what it says.
+ *
+ * @param line       the broker's Kafka line ("4.1" to "4.4", or a later one as "4.4+")
+ * @param renew      RENEW acknowledgements (KIP-1222): held records keep their locks for as long as a batch runs
+ * @param brokerLag  the broker's own share-partition lag (KIP-1226) for the backlog metric
+ * @param groupLimits the group's own delivery count limit and lock limit (KIP-1240), else the broker's
+ * @param brokerDeadLetters the broker's dead-letter queue for share groups (KIP-1191, `share.version=2`)
+ */
+final case class BrokerFeatures(
+    line: String,
+    renew: BrokerFeatures.Feature,
+    brokerLag: BrokerFeatures.Feature,
+    groupLimits: BrokerFeatures.Feature,
+    brokerDeadLetters: BrokerFeatures.Feature
+) {
+  import BrokerFeatures.Feature
+
+  private def named: Seq[(String, Feature)] =
+    Seq("RENEW" -> renew, "broker lag" -> brokerLag, "group limits" -> groupLimits, "broker dead letters" -> brokerDeadLetters)
+
+  /** One line for the start-up log: what is used, and what is not and why. */
+  def describe: String = {
+    val (on, off) = named.partition(_._2.available)
+    s"Kafka $line broker; in use: ${if (on.isEmpty) "-" else on.map(_._1).mkString(", ")}" +
+      (if (off.isEmpty) "" else off.map { case (n, f) => s"$n: ${f.why}" }.mkString("; not available: ", "; ", ""))
+  }
+}
+
+object BrokerFeatures {
+
+  /** Available or not, and what the user can do about it (empty when available). */
+  final case class Feature(available: Boolean, why: String)
+
+  private val on = Feature(available = true, "")
+
+  /**
+   * The highest `metadata.version` level each Kafka line's software supports, newest first (Kafka's
+   * MetadataVersion: 4.1 stops at 27, 4.2 at 29, 4.3 at 30, 4.4 at 33).
+   */
+  private val lines = Seq(33 -> "4.4", 30 -> "4.3", 29 -> "4.2")
+
+  def lineOf(maxMetadataVersion: Int): String =
+    if (maxMetadataVersion > lines.head._1) s"${lines.head._2}+"
+    else lines.collectFirst { case (level, line) if maxMetadataVersion >= level => line }.getOrElse("4.1")
+
+  /**
+   * @param maxMetadataVersion the highest metadata.version the bootstrap broker's software supports
+   * @param shareVersion       the cluster's finalized share.version (0 where share groups are off)
+   * @param groupSettings      the group's settings as describeConfigs reports them (every group config the
+   *                           broker knows, with its effective value; empty where they cannot be read)
+   */
+  def of(maxMetadataVersion: Int, shareVersion: Int, groupSettings: Map[String, String]): BrokerFeatures = {
+    val line  = lineOf(maxMetadataVersion)
+    val since = (wanted: String) => line.stripSuffix("+") >= wanted
+    BrokerFeatures(
+      line = line,
+      renew =
+        if (!since("4.2")) Feature(available = false, "Kafka 4.1 brokers cannot renew a lock (KIP-1222, Kafka 4.2)")
+        else if (groupSettings.get("share.renew.acknowledge.enable").exists(_.equalsIgnoreCase("false")))
+          Feature(available = false, "the group sets share.renew.acknowledge.enable=false")
+        else on,
+      brokerLag =
+        if (since("4.2")) on
+        else Feature(available = false, "Kafka 4.1 brokers report no lag (KIP-1226, Kafka 4.2); the source computes it"),
+      groupLimits =
+        if (groupSettings.contains("share.partition.max.record.locks")) on
+        else Feature(available = false, "the broker's limits apply to every group before Kafka 4.3 (KIP-1240)"),
+      brokerDeadLetters =
+        if (shareVersion >= 2) on
+        else Feature(available = false, s"share.version is $shareVersion; Kafka 4.4 brokers have it with share.version=2 (KIP-1191)")
+    )
+  }
+}

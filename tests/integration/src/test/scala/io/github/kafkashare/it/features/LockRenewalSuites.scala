@@ -1,0 +1,121 @@
+package io.github.kafkashare.it.features
+
+import java.nio.charset.StandardCharsets.UTF_8
+import java.nio.file.Files
+
+import scala.concurrent.duration._
+import scala.jdk.CollectionConverters._
+
+import io.github.kafkashare.it.stream._
+import io.github.kafkashare.testkit.{ProjectPaths, ReceivedRecord}
+import org.apache.spark.sql.DataFrame
+
+/**
+ * Two-phase commit and explicit mode hold a batch's records until the batch commits. Where the broker
+ * can renew a lock (Kafka 4.2+), a batch may take many lock durations: its records stay with it, none
+ * is acknowledged before the commit, none is redelivered. Where it cannot (4.1, or a group that turns
+ * RENEW off), the query says so at start, and the records are acknowledged when their locks near their
+ * end, as before.
+ *
+ * A slow batch: foreachBatch sleeps `kafkashare.slowBatchSeconds` (40 by default; locks of 15 s) in the
+ * first batch that has records (one partition, so that the first batch acquires all of them), then a
+ * plain share consumer of the group polls for 3 s: it must get nothing, since the batch still holds every
+ * record. After the batch the commit watcher must not have had to acknowledge before the commit (its
+ * "did not come within the lock duration" warning), and every record landed once, at delivery count 1.
+ * `-Dkafkashare.slowBatchSeconds=300` gives the 5-minute batch.
+ */
+abstract class LockRenewalSuite(mode: String, strategy: String, options: (String, String)*) extends ShareStreamTest {
+
+  private val slowSeconds = sys.props.get("kafkashare.slowBatchSeconds").map(_.toInt).getOrElse(40)
+
+  /** Sleeps in the first batch with records, then lets another member of the group look for records. */
+  private final class SlowFirstBatch(prepared: Prepared, seconds: Int) extends BatchHook {
+    @volatile var slept: Option[Long]                = None
+    @volatile var probeGot: Option[Seq[ReceivedRecord]] = None
+    override def read(rows: DataFrame, batchId: Long): DataFrame = rows
+    override def afterWrite(batchId: Long): Unit = if (slept.isEmpty && query.exists(_.sink.rowsOf(batchId).nonEmpty)) {
+      slept = Some(batchId)
+      Thread.sleep(seconds * 1000L)
+      probeGot = Some(prepared.kafka.shareConsume(prepared.group, Seq(prepared.topic), expected = 1, timeoutMs = 3000))
+      woke = true
+    }
+    @volatile var woke = false
+    @volatile var query: Option[ShareQuery] = None
+  }
+
+  protected def slowBatchTest(version: String, seconds: Int, renews: Boolean, groupSettings: Map[String, String] = Map.empty): Unit = {
+    val prepared = prepare(SharedBrokers.of(version), partitions = 1, lockMs = 15000)
+    if (groupSettings.nonEmpty) prepared.kafka.setGroupConfig(prepared.group, groupSettings)
+    val hook  = new SlowFirstBatch(prepared, seconds)
+    val query = prepared.queryWith(hook, strategy, options: _*)
+    hook.query = Some(query)
+    testStream(query)(
+      AddRecords(prepared, 200),
+      StartStream(),
+      Assert("the slow batch ran") { q =>
+        eventually((seconds + 120).seconds, "the slow batch's end") { q.query.exception.foreach(e => throw e); hook.woke }
+      },
+      CheckLanded(200),
+      Assert("the start-up log says whether held locks are renewed") { _ =>
+        val said = StreamSuiteLog.linesWith(s"group '${prepared.group}'").filter(l => l.contains(" WARN ") && l.contains("cannot renew their locks"))
+        if (renews) assert(said.isEmpty, said.mkString("\n"))
+        else {
+          assert(said.nonEmpty, s"no start-up warning for group ${prepared.group}")
+          info(said.head)
+          groupSettings.keys.foreach(setting => assert(said.head.contains(setting), said.head))
+        }
+      },
+      Assert("the slow batch's records") { q =>
+        assert(hook.slept.nonEmpty, "no batch slept")
+        val early = StreamSuiteLog.linesWith(q.checkpoint.toString).filter(_.contains("did not come within the lock duration"))
+        if (renews) {
+          // Nothing acknowledged before the commit, however long the batch ran; nothing given to another member.
+          assert(early.isEmpty, early.mkString("\n"))
+          assert(hook.probeGot.contains(Nil), s"another member of the group got ${hook.probeGot.map(_.take(3))} during the batch")
+          val counts = q.sink.rows.groupBy(_.deliveryCount).map { case (c, rs) => c -> rs.size }
+          assert(counts.keySet == Set(1), s"rows by delivery count: $counts")
+        } else assert(early.nonEmpty, "the held records were not acknowledged before the commit: were their locks renewed?")
+      },
+      StopStream,
+      Assert("every record acknowledged: nothing is left for another member of the group") { _ =>
+        val left = prepared.kafka.shareConsume(prepared.group, Seq(prepared.topic), expected = 1, timeoutMs = 8000)
+        assert(left.isEmpty, s"${left.size} records came back to the group, for example ${left.take(3)}")
+      }
+    )
+  }
+
+  for (version <- SharedBrokers.since("4.2"))
+    test(s"$mode: a batch of $slowSeconds s with 15 s locks keeps its records by RENEW, acknowledges them at commit [Kafka $version]") {
+      slowBatchTest(version, slowSeconds, renews = true)
+    }
+}
+
+final class TwoPhaseCommitLockRenewalSuite extends LockRenewalSuite("two-phase-commit", "two-phase-commit") {
+
+  // Where locks cannot be renewed, today's behaviour: a warning at start, the records ACCEPTed as their
+  // locks near their end (they are pinned: nothing lost, nothing doubled). 20 s: past 80% of a 15 s lock.
+  test(s"two-phase-commit without RENEW on Kafka 4.1 warns at start, and loses nothing [Kafka ${SharedBrokers.versions.head}]") {
+    slowBatchTest(SharedBrokers.versions.head, 20, renews = false)
+  }
+
+  for (version <- SharedBrokers.since("4.3").lastOption)
+    test(s"two-phase-commit in a group with share.renew.acknowledge.enable=false warns at start, and loses nothing [Kafka $version]") {
+      slowBatchTest(version, 20, renews = false, Map("share.renew.acknowledge.enable" -> "false"))
+    }
+}
+
+final class ExplicitModeLockRenewalSuite
+    extends LockRenewalSuite(
+      "explicit mode",
+      "checkpoint-dedup",
+      "kafka.share.acknowledgment.mode"    -> "explicit",
+      "kafka.share.acknowledgment.default" -> "accept"
+    )
+
+/** The stream suites' log file (tests/integration/src/test/resources/log4j2.properties): the connector's lines at INFO. */
+object StreamSuiteLog {
+  def linesWith(text: String): Seq[String] = {
+    val file = ProjectPaths.root.resolve("target/test-results/stream-suites.log")
+    if (!Files.exists(file)) Nil else Files.readAllLines(file, UTF_8).asScala.filter(_.contains(text)).toSeq
+  }
+}
