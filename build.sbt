@@ -67,7 +67,9 @@ lazy val connector = project
       // jarjar renames a resource by mapping "<its folder>/RESOURCE", and with it the string that names the
       // resource; this rule matches only the folder kafka/ of kafka-clients, so the client's JMX prefixes
       // ("kafka.consumer", ...), which a wider "kafka.**" would rename too, stay as they are (ShadedVersionSuite).
-      ShadeRule.rename("kafka.RESOURCE" -> s"$shadedKafkaPackage.RESOURCE").inLibrary("org.apache.kafka" % "kafka-clients" % pin("kafka.clients"))
+      ShadeRule.rename("kafka.RESOURCE" -> s"$shadedKafkaPackage.RESOURCE").inLibrary(
+        "org.apache.kafka" % "kafka-clients" % pin("kafka.clients")
+      )
     ),
     assemblyPackageScala / assembleArtifact := false,
     assembly / assemblyJarName              := s"${name.value}_${scalaBinaryVersion.value}-${version.value}.jar",
@@ -204,9 +206,17 @@ lazy val harness = project
     fetchSparkKafkaClients := {
       val out = buildOut.value / "spark-kafka-clients.path"
       val module = ("org.apache.spark" % "spark-sql-kafka-0-10_2.13" % pin("spark"))
-        .excludeAll(ExclusionRule("org.apache.hadoop"), ExclusionRule("org.apache.spark", "spark-tags_2.13"),
-          ExclusionRule("org.apache.spark", "spark-token-provider-kafka-0-10_2.13"))
-      val jars = dependencyResolution.value.retrieve(module, scalaModuleInfo = None, buildOut.value / "spark-kafka" / "retrieved", streams.value.log) match {
+        .excludeAll(
+          ExclusionRule("org.apache.hadoop"),
+          ExclusionRule("org.apache.spark", "spark-tags_2.13"),
+          ExclusionRule("org.apache.spark", "spark-token-provider-kafka-0-10_2.13")
+        )
+      val jars = dependencyResolution.value.retrieve(
+        module,
+        scalaModuleInfo = None,
+        buildOut.value / "spark-kafka" / "retrieved",
+        streams.value.log
+      ) match {
         case Left(warning) => throw warning.resolveException
         case Right(files)  => files.filter(f => f.getName.startsWith("kafka-clients-") && f.getName.endsWith(".jar"))
       }

@@ -173,6 +173,9 @@ def main() -> None:
         def clients(kind: str, group: str) -> dict[str, Any]:
             return kafka_client(broker, kind, topic, group, args.records, args.parallelism, client)
 
+        def lock_note(strategy: str) -> str:
+            return f", group lock limit {args.lock_limit:,}" if strategy == "two-phase-commit" and args.lock_limit else ""
+
         def read_c(strategy: str) -> Callable[[int], dict[str, Any]]:
             def read(run: int) -> dict[str, Any]:
                 group = f"perf-c-{strategy}-{run}"
@@ -196,10 +199,7 @@ def main() -> None:
             ("(k) Kafka consumer (ceiling)", lambda run: clients("consumer", f"perf-k-{run}")),
             ("(a) Kafka share consumer", lambda run: clients("share", f"perf-a-{run}")),
             ("(b) Spark built-in kafka source", read_b),
-        ] + [
-            (f"(c) kafka-share {s}" + (f", group lock limit {args.lock_limit:,}" if s == "two-phase-commit" and args.lock_limit else ""), read_c(s))
-            for s in args.strategies.split(",")
-        ]
+        ] + [(f"(c) kafka-share {s}" + lock_note(s), read_c(s)) for s in args.strategies.split(",")]
 
         results = rotated_runs(contenders, args.runs)
 

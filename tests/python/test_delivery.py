@@ -13,7 +13,7 @@ import pytest
 
 from chaos import STRATEGIES, Cell, run_cell
 from harness import TEST_GROUP_TIMING, Broker, broker_versions
-from spark_runs import record_delivery_counts
+from spark_runs import record_delivery_counts, spark_log
 
 NEWEST = broker_versions()[-1]
 SEED = 20261122  # CI strikes the same points every run; `make chaos` draws new ones
@@ -43,12 +43,15 @@ def test_failure_loses_nothing(broker: Broker, tmp_path: Path, failure: str, str
 @pytest.mark.parametrize("broker", [NEWEST], indirect=True, ids=[f"kafka-{NEWEST}"])
 def test_a_driver_killed_in_a_batch_longer_than_the_lock_loses_nothing(broker: Broker, tmp_path: Path) -> None:
     """F4, 40 s into a two-phase-commit batch with 15 s locks: the executor renewed the held records' locks
-    (RENEW, Kafka 4.2+) until the driver died with it; the restarted query runs the batch again."""
+    (RENEW, Kafka 4.2+) until the driver died with it; the restarted query runs the batch again. Without
+    renewal the records would have been ACCEPTed at 12 s, before the sink had them (the watcher's warning)."""
     check(
-        run_cell(
-            broker, tmp_path, "F4", "two-phase-commit", SEED, records=2000, group_timing=TEST_GROUP_TIMING, slow_batch_s=40
-        )
+        run_cell(broker, tmp_path, "F4", "two-phase-commit", SEED, records=2000, group_timing=TEST_GROUP_TIMING, slow_batch_s=40)
     )
+    log = spark_log().read_text() if spark_log().exists() else ""
+    signs = ("did not come within the lock duration", "could not be renewed")
+    early = [line for line in log.splitlines() if any(sign in line for sign in signs)]
+    assert not early, early[:3]
 
 
 def test_the_installed_jar_reads_everything_on_every_broker(broker: Broker, tmp_path: Path) -> None:

@@ -71,6 +71,8 @@ class KafkaShareOptions:
     """Poison records: the highest delivery count emitted; records delivered more often are rejected."""
     dead_letter_topic: Optional[str] = None
     """With max_deliveries: poison records go to this topic before they are rejected."""
+    broker_dead_letter_topic: Optional[str] = None
+    """Kafka 4.4+ (share.version=2): the broker's dead-letter queue of the group gets rejected and exhausted records."""
     parallelism: Optional[int] = None
     lock_timeout_ms: Optional[int] = None
     include_headers: bool = False
@@ -99,6 +101,8 @@ class KafkaShareOptions:
             raise ValueError("acknowledgment_default applies only with acknowledgment_mode='explicit'")
         if self.dead_letter_topic is not None and self.max_deliveries is None:
             raise ValueError("dead_letter_topic applies only with max_deliveries; set both")
+        if self.broker_dead_letter_topic is not None and self.dead_letter_topic is not None:
+            raise ValueError("broker_dead_letter_topic and dead_letter_topic cannot be used together; keep one of them")
         for name in _BY_FIELD:
             value = getattr(self, name)
             if value is not None and name != "kafka":

@@ -53,7 +53,14 @@ final class CommitWatcher(clock: Clock, pool: ShareConsumerPool) extends Logging
       explicit: Option[ExplicitDecisions],
       done: DoneMark,
       renewals: Int = 0
-  )
+  ) {
+    // When the query's stopped marker is next looked up (only the watcher's thread reads and writes it).
+    var nextStopCheckNanos: Long = 0L
+  }
+
+  private sealed trait RenewOutcome
+  private case object Renewed     extends RenewOutcome
+  private case object RenewFailed extends RenewOutcome
 
   private final class Counters { val accepted, released, rejected = new AtomicLong }
 
@@ -86,22 +93,34 @@ final class CommitWatcher(clock: Clock, pool: ShareConsumerPool) extends Logging
   /** Batches held now, for tests and metrics. */
   def holding: Int = holds.size
 
-  /** One round: every hold whose commit came, or whose deadline passed, gets its phase 2. */
+  /**
+   * One round: every hold whose commit came, or whose deadline passed, gets its phase 2; a hold with a
+   * renewal is renewed at its deadline instead, and ends early when its query stopped.
+   */
   def checkHolds(): Unit = holds.asScala.toList.foreach { hold =>
     try {
       val committed = CheckpointStore.of(hold.commitFile, hold.conf.value).exists(hold.commitFile)
-      val late      = clock.nanoTime() > hold.deadlineNanos
-      if (committed || late) {
+      val now       = clock.nanoTime()
+      val late      = now > hold.deadlineNanos
+      val stopped   = !committed && queryStopped(hold, now)
+      if (committed || late || stopped) {
         // The decisions are read before the hold is let go: if that read fails, the next check retries.
-        val decide = if (committed) Some(hold.explicit.map(decider).getOrElse((_: (String, Int, Long)) => Decision.Accept)) else None
-        if (decide.nonEmpty || !renewed(hold)) {
+        val decide  = if (committed) Some(hold.explicit.map(decider).getOrElse((_: (String, Int, Long)) => Decision.Accept)) else None
+        val renewal = if (decide.isEmpty && !stopped && hold.renewal.nonEmpty) Some(renew(hold)) else None
+        if (!renewal.contains(Renewed)) {
           holds.remove(hold)
-          if (decide.nonEmpty) acknowledge(hold, decide.get)
+          if (decide.nonEmpty) acknowledge(hold, decide.get, keep = true)
           else {
             val instead = if (hold.explicit.isEmpty) Decision.Accept else Decision.Release
-            logWarning(s"batch commit ${hold.commitFile} did not come within the lock duration; ${instead.name.toUpperCase}ing " +
-              s"its ${hold.consumer.holding} held records now. Raise the group's share.record.lock.duration.ms or shorten batches.")
-            acknowledge(hold, _ => instead)
+            val why =
+              if (stopped) "the query stopped before it came"
+              else if (renewal.nonEmpty) "its locks could not be renewed"
+              else "it did not come within the lock duration. Raise the group's share.record.lock.duration.ms or shorten batches"
+            logWarning(
+              s"batch commit ${hold.commitFile}: $why; ${instead.name.toUpperCase}ing its ${hold.consumer.holding} held records now."
+            )
+            // After a renewal that failed midway the client's state is not known: it is closed, not pooled.
+            acknowledge(hold, _ => instead, keep = renewal.isEmpty)
           }
           markDone(hold)
         }
@@ -112,32 +131,40 @@ final class CommitWatcher(clock: Clock, pool: ShareConsumerPool) extends Logging
   }
 
   /**
-   * Renews the locks of a hold whose commit has not come, if it has a renewal and its query runs, and
-   * holds it for another half lock; false when the hold must end now (no renewal, the query stopped, the
-   * broker refused the renewal).
+   * Whether the query of a renewed hold stopped (its `stopped` marker), looked up every few seconds:
+   * a stopped query's held records must go back within a lock, not wait for the next renewal. A look-up
+   * that fails counts as not stopped (the hold is renewed, not dropped).
    */
-  private def renewed(hold: Hold): Boolean = hold.renewal.exists { renewal =>
-    if (hold.done.markers.stopped) {
-      logInfo(s"kafka-share: the query stopped before ${hold.commitFile} came; its held records are no longer renewed")
-      false
-    } else {
-      val refused =
-        try hold.consumer.renewHeld()
-        catch { case NonFatal(e) => Seq(("-", -1, e)) }
-      if (refused.nonEmpty) {
-        refused.foreach { case (t, p, e) =>
-          logWarning(s"kafka-share: the broker refused to renew the locks of ${hold.commitFile.getName}'s held records of $t-$p " +
-            s"(${e.getMessage}); the batch's held records are acknowledged now")
-        }
-        false
-      } else {
-        if (hold.renewals == 0)
-          logInfo(s"kafka-share: batch commit ${hold.commitFile} is not there yet; renewing the locks of its " +
-            s"${hold.consumer.holding} held records every ${renewal.everyMs} ms until it is")
-        holds.remove(hold)
-        holds.add(hold.copy(deadlineNanos = clock.nanoTime() + TimeUnit.MILLISECONDS.toNanos(renewal.everyMs), renewals = hold.renewals + 1))
-        true
+  private def queryStopped(hold: Hold, now: Long): Boolean =
+    hold.renewal.nonEmpty && now >= hold.nextStopCheckNanos && {
+      hold.nextStopCheckNanos = now + StopCheckNanos
+      try hold.done.markers.stopped
+      catch { case NonFatal(_) => false }
+    }
+
+  /**
+   * Renews the locks of a hold whose commit has not come and holds it for another half lock. Failed when
+   * the broker refused a partition's renewal (the records of such a partition are no longer this
+   * consumer's to acknowledge) or the renewal did not complete.
+   */
+  private def renew(hold: Hold): RenewOutcome = {
+    val renewal = hold.renewal.get
+    val refused =
+      try hold.consumer.renewHeld(renewal.commitTimeoutMs, renewal.pollBackMs)
+      catch { case NonFatal(e) => Seq(("-", -1, e)) }
+    if (refused.nonEmpty) {
+      refused.foreach { case (t, p, e) =>
+        logWarning(s"kafka-share: renewing the locks of ${hold.commitFile.getName}'s held records of $t-$p failed " +
+          s"(${e.getMessage}); their locks run out within a lock duration")
       }
+      RenewFailed
+    } else {
+      if (hold.renewals == 0)
+        logInfo(s"kafka-share: batch commit ${hold.commitFile} is not there yet; renewing the locks of its " +
+          s"${hold.consumer.holding} held records every ${renewal.everyMs} ms until it is")
+      holds.remove(hold)
+      holds.add(hold.copy(deadlineNanos = clock.nanoTime() + TimeUnit.MILLISECONDS.toNanos(renewal.everyMs), renewals = hold.renewals + 1))
+      Renewed
     }
   }
 
@@ -151,7 +178,7 @@ final class CommitWatcher(clock: Clock, pool: ShareConsumerPool) extends Logging
     record => decided.getOrElse(record, explicit.default)
   }
 
-  private def acknowledge(hold: Hold, decide: ((String, Int, Long)) => Decision): Unit = {
+  private def acknowledge(hold: Hold, decide: ((String, Int, Long)) => Decision, keep: Boolean): Unit = {
     val consumer = hold.consumer
     try {
       val (made, refused) = consumer.decideHeld(decide)
@@ -163,7 +190,7 @@ final class CommitWatcher(clock: Clock, pool: ShareConsumerPool) extends Logging
       c.accepted.addAndGet(made.getOrElse(Decision.Accept, 0).toLong)
       c.released.addAndGet(made.getOrElse(Decision.Release, 0).toLong)
       c.rejected.addAndGet(made.getOrElse(Decision.Reject, 0).toLong)
-      pool.giveBack(consumer)
+      if (keep) pool.giveBack(consumer) else pool.discard(consumer)
     } catch {
       case NonFatal(e) =>
         // The records are pinned: if the broker did not take the acknowledgement, they come back and
@@ -182,7 +209,13 @@ object CommitWatcher {
    */
   final case class Renewal(lockDurationMs: Long) {
     def everyMs: Long = lockDurationMs / 2
+
+    // One watcher renews every hold of the JVM in turn: a slow broker must not hold up the others past their margin.
+    def commitTimeoutMs: Long = math.min(30000L, everyMs / 2)
+    def pollBackMs: Long      = math.min(10000L, everyMs / 4)
   }
+
+  private val StopCheckNanos = TimeUnit.SECONDS.toNanos(2)
 
   /** What an explicit-mode hold applies at commit. */
   final case class ExplicitDecisions(log: DecisionLog, batch: Long, default: Decision)

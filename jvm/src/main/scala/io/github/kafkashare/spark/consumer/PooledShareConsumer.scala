@@ -227,8 +227,8 @@ final class PooledShareConsumer(val key: ConsumerKey) {
    * Sends the acknowledgements marked so far. Returns the partitions whose acknowledgement the
    * broker refused (for example because the lock had expired).
    */
-  def commit(): Seq[(String, Int, Throwable)] = {
-    val result = consumer.commitSync(Duration.ofSeconds(30)).asScala
+  def commit(timeoutMs: Long = 30000L): Seq[(String, Int, Throwable)] = {
+    val result = consumer.commitSync(Duration.ofMillis(timeoutMs)).asScala
     result.collect { case (tip, error) if error.isPresent => (tip.topic, tip.partition, error.get: Throwable) }.toSeq
   }
 
@@ -265,34 +265,32 @@ final class PooledShareConsumer(val key: ConsumerKey) {
    * any record the client did not hand back: those are no longer this consumer's to acknowledge (their
    * locks run out and the group gets them again).
    */
-  def renewHeld(): Seq[(String, Int, Throwable)] = {
+  def renewHeld(commitTimeoutMs: Long, pollBackMs: Long): Seq[(String, Int, Throwable)] = {
     val heldBefore    = heldNow
     val carriedBefore = carried
     if (heldBefore.isEmpty && carriedBefore.isEmpty) return Nil
     (heldBefore ++ carriedBefore).foreach(consumer.acknowledge(_, AcknowledgeType.RENEW))
+    // If this throws (a timeout), the records stay marked held: the caller closes the consumer.
+    val refused = commit(commitTimeoutMs)
     held.clear()
     carried = Seq.empty
-    val refused      = commit()
-    val refusedParts = refused.map { case (t, p, _) => (t, p) }.toSet
-    def idOf(r: Record) = (r.topic, r.partition, r.offset)
+    val refusedParts              = refused.map { case (t, p, _) => (t, p) }.toSet
+    def idOf(r: Record)           = (r.topic, r.partition, r.offset)
     def expected(rs: Seq[Record]) = rs.filterNot(r => refusedParts((r.topic, r.partition))).map(idOf).toSet
-    val wantHeld  = expected(heldBefore)
-    val wantCarry = expected(carriedBefore)
-    var missing   = wantHeld ++ wantCarry
-    var back      = Vector.empty[Record]
-    val deadline  = System.nanoTime + PooledShareConsumer.RenewedBackTimeoutMs * 1000000L
-    while (missing.nonEmpty && System.nanoTime < deadline) {
-      val got = consumer.poll(Duration.ofMillis(100)).asScala.toVector
-      back ++= got
-      missing --= got.map(idOf)
-    }
-    val renewedAt = System.nanoTime
+    val wantHeld                  = expected(heldBefore)
+    val wanted                    = wantHeld ++ expected(carriedBefore)
+    // The client hands every renewed record back at once, at the first poll after the broker answered;
+    // polling again before they are acknowledged would be refused.
+    var back     = Vector.empty[Record]
+    val deadline = System.nanoTime + pollBackMs * 1000000L
+    while (wanted.nonEmpty && back.isEmpty && System.nanoTime < deadline)
+      back = consumer.poll(Duration.ofMillis(100)).asScala.toVector
     val (again, rest) = back.partition(r => wantHeld(idOf(r)))
     again.foreach(held.add)
     // The carry's locks were renewed too; anything else the poll brought was acquired just now.
-    if (rest.nonEmpty) { carried = rest; carriedSince = renewedAt - PooledShareConsumer.InFlightMarginNanos }
+    if (rest.nonEmpty) { carried = rest; carriedSince = System.nanoTime - PooledShareConsumer.InFlightMarginNanos }
     fetching = false
-    val notBack = missing.toSeq.map { case (t, p, o) =>
+    val notBack = (wanted -- back.map(idOf)).toSeq.map { case (t, p, o) =>
       (t, p, new IllegalStateException(s"offset $o was not handed back after its renewal"): Throwable)
     }
     refused ++ notBack
@@ -315,9 +313,6 @@ final class PooledShareConsumer(val key: ConsumerKey) {
 
 object PooledShareConsumer {
   val JoinTimeoutMs = 12000L
-
-  /** How long a renewal waits for the client to hand the renewed records back (it does once the broker answered). */
-  val RenewedBackTimeoutMs = 10000L
 
   /** How long before its response reaches the client the broker may have acquired records, generously. */
   private val InFlightMarginNanos = 1000L * 1000000L

@@ -80,6 +80,18 @@ object ShareSourceErrors {
   def onlyWith(option: String, requirement: String): ShareSourceException =
     error("KAFKA_SHARE_INVALID_OPTION.ONLY_WITH", "option" -> option, "requirement" -> requirement)
 
+  def notTogether(option: String, other: String): ShareSourceException =
+    error("KAFKA_SHARE_INVALID_OPTION.NOT_TOGETHER", "option" -> option, "other" -> other)
+
+  def brokerDeadLettersUnavailable(bootstrap: String, why: String): ShareSourceException =
+    error("KAFKA_SHARE_BROKER_DEAD_LETTERS.UNAVAILABLE", "bootstrap" -> bootstrap, "why" -> why)
+
+  def brokerDeadLetterTopicPrefix(topic: String, prefix: String): ShareSourceException =
+    error("KAFKA_SHARE_BROKER_DEAD_LETTERS.TOPIC_PREFIX", "topic" -> topic, "prefix" -> prefix)
+
+  def brokerDeadLetterTopicNotEnabled(topic: String, bootstrap: String): ShareSourceException =
+    error("KAFKA_SHARE_BROKER_DEAD_LETTERS.TOPIC_NOT_ENABLED", "topic" -> topic, "bootstrap" -> bootstrap)
+
   def batchRead(): ShareSourceException = error("KAFKA_SHARE_UNSUPPORTED_USE.BATCH_READ")
 
   def speculationEnabled(): ShareSourceException = error("KAFKA_SHARE_UNSUPPORTED_USE.SPECULATION")

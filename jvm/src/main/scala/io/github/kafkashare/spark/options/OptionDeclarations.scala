@@ -45,6 +45,7 @@ object OptionDeclarations {
   val DefaultDecision      = "kafka.share.acknowledgment.default"
   val MaxDeliveries        = "kafka.share.maxDeliveries"
   val DeadLetterTopic      = "kafka.share.deadLetterTopic"
+  val BrokerDeadLetters    = "kafka.share.brokerDeadLetterTopic"
 
   val DefaultPollTimeoutMs  = 2000L
   val DefaultReadDurationMs = 1000L
@@ -160,6 +161,13 @@ object OptionDeclarations {
       Topic,
       "(none)",
       "With kafka.share.maxDeliveries: a topic that receives poison records before they are REJECTed, with headers naming their origin."
+    ),
+    OptionDeclaration(
+      BrokerDeadLetters,
+      "broker_dead_letter_topic",
+      Topic,
+      "(none)",
+      "Kafka 4.4+ with share.version=2: the topic of the broker's own dead-letter queue for the share group (KIP-1191). At start the source sets the group's errors.deadletterqueue.topic.name to it (and errors.deadletterqueue.copy.record.enable to true); the broker then copies there every record that is REJECTed (a decision in explicit mode, a poison record past kafka.share.maxDeliveries) or that reaches the group's delivery count limit. The topic must exist with the topic config errors.deadletterqueue.group.enable=true, and its name must start with the broker's errors.deadletterqueue.topic.name.prefix (dlq. by default). Not with kafka.share.deadLetterTopic."
     ),
     OptionDeclaration(
       "kafka.*",

@@ -66,7 +66,8 @@ final case class ShareSourceOptions(
     kafkaParams: Map[String, String],
     mode: AcknowledgmentMode = AcknowledgmentMode.Implicit,
     poison: Option[PoisonPolicy] = None,
-    readDurationMs: Long = OptionDeclarations.DefaultReadDurationMs
+    readDurationMs: Long = OptionDeclarations.DefaultReadDurationMs,
+    brokerDeadLetterTopic: Option[String] = None
 ) {
 
   /** Whether read tasks keep their records acquired until the batch commits (ACCEPT or decisions after commit). */
@@ -103,6 +104,12 @@ object ShareSourceOptions {
       if (maxDeliveries.isEmpty) throw ShareSourceErrors.onlyWith(DeadLetterTopic, MaxDeliveries)
       t
     }
+    val brokerDeadLetters = get(BrokerDeadLetters).map { t =>
+      if (!OptionKind.isTopicName(t)) throw ShareSourceErrors.invalidValue(BrokerDeadLetters, t, TopicNameRule)
+      // Both would copy a poison record twice: the source before it REJECTs it, the broker when it does.
+      if (deadLetter.nonEmpty) throw ShareSourceErrors.notTogether(BrokerDeadLetters, DeadLetterTopic)
+      t
+    }
 
     ShareSourceOptions(
       bootstrapServers = bootstrap,
@@ -128,6 +135,7 @@ object ShareSourceOptions {
       kafkaParams = kafkaParams(lower),
       mode = mode,
       poison = maxDeliveries.map(PoisonPolicy(_, deadLetter)),
+      brokerDeadLetterTopic = brokerDeadLetters,
       readDurationMs = get(ReadDurationMs).map(v => whole(ReadDurationMs, v))
         .getOrElse(DefaultReadDurationMs)
     )

@@ -5,11 +5,12 @@ package io.github.kafkashare.spark.planning
  * each thing it lacks, why: the source uses a feature where the cluster has it and behaves as on 4.1
  * where it does not, and says which once, at start (docs/operations.md, "Features by broker").
  *
- * The broker's line comes from the highest `metadata.version` its software supports (Admin
- * describeFeatures), because no public API tells the ShareFetch and ShareAcknowledge versions a broker
- * serves, and those follow the software: every 4.2+ broker serves v2 (RENEW), 4.1 only v1. The answer
- * is the bootstrap broker's: a cluster in the middle of an upgrade from 4.1 may have brokers that lack
- * what it says.
+ * No public API tells the ShareFetch and ShareAcknowledge versions a broker serves; they follow its
+ * software: every 4.2+ broker serves v2 (RENEW), 4.1 only v1. The line reported is the bootstrap
+ * broker's software (the highest `metadata.version` it supports), but what needs v2 is used only when
+ * the cluster's finalized `metadata.version` is a 4.2 one or later: a cluster cannot finalize a level
+ * one of its brokers lacks, so a cluster half-way through an upgrade from 4.1, or a 4.1 broker that
+ * merely supports 4.2 levels for testing, is treated as 4.1.
  *
  * @param line       the broker's Kafka line ("4.1" to "4.4", or a later one as "4.4+")
  * @param renew      RENEW acknowledgements (KIP-1222): held records keep their locks for as long as a batch runs
@@ -54,27 +55,39 @@ object BrokerFeatures {
     if (maxMetadataVersion > lines.head._1) s"${lines.head._2}+"
     else lines.collectFirst { case (level, line) if maxMetadataVersion >= level => line }.getOrElse("4.1")
 
+  /** The first metadata.version of Kafka 4.2 (IBP_4_2_IV0): a cluster finalized at it or later runs 4.2+ everywhere. */
+  val FirstMetadataVersionOf42 = 28
+
   /**
    * @param maxMetadataVersion the highest metadata.version the bootstrap broker's software supports
+   * @param finalizedMetadataVersion the cluster's finalized metadata.version
    * @param shareVersion       the cluster's finalized share.version (0 where share groups are off)
    * @param groupSettings      the group's settings as describeConfigs reports them (every group config the
-   *                           broker knows, with its effective value; empty where they cannot be read)
+   *                           broker knows, with its effective value), None where they cannot be read
    */
-  def of(maxMetadataVersion: Int, shareVersion: Int, groupSettings: Map[String, String]): BrokerFeatures = {
-    val line  = lineOf(maxMetadataVersion)
-    val since = (wanted: String) => line.stripSuffix("+") >= wanted
+  def of(
+      maxMetadataVersion: Int,
+      finalizedMetadataVersion: Int,
+      shareVersion: Int,
+      groupSettings: Option[Map[String, String]]
+  ): BrokerFeatures = {
+    val line      = lineOf(maxMetadataVersion)
+    val cluster42 = finalizedMetadataVersion >= FirstMetadataVersionOf42
+    val since41   = s"the cluster's metadata.version is $finalizedMetadataVersion, a Kafka 4.1 one"
+    val group     = groupSettings.getOrElse(Map.empty)
     BrokerFeatures(
       line = line,
       renew =
-        if (!since("4.2")) Feature(available = false, "Kafka 4.1 brokers cannot renew a lock (KIP-1222, Kafka 4.2)")
-        else if (groupSettings.get("share.renew.acknowledge.enable").exists(_.equalsIgnoreCase("false")))
+        if (!cluster42) Feature(available = false, s"Kafka 4.1 brokers cannot renew a lock (KIP-1222, Kafka 4.2; $since41)")
+        else if (groupSettings.isEmpty) Feature(available = false, "the group's share.renew.acknowledge.enable cannot be read")
+        else if (group.get("share.renew.acknowledge.enable").exists(_.equalsIgnoreCase("false")))
           Feature(available = false, "the group sets share.renew.acknowledge.enable=false")
         else on,
       brokerLag =
-        if (since("4.2")) on
+        if (cluster42) on
         else Feature(available = false, "Kafka 4.1 brokers report no lag (KIP-1226, Kafka 4.2); the source computes it"),
       groupLimits =
-        if (groupSettings.contains("share.partition.max.record.locks")) on
+        if (group.contains("share.partition.max.record.locks")) on
         else Feature(available = false, "the broker's limits apply to every group before Kafka 4.3 (KIP-1240)"),
       brokerDeadLetters =
         if (shareVersion >= 2) on

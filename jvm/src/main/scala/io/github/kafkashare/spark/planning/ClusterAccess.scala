@@ -8,11 +8,16 @@ import scala.jdk.OptionConverters._
 import scala.util.control.NonFatal
 
 import io.github.kafkashare.spark.errors.{ShareSourceErrors, ShareSourceException}
-import io.github.kafkashare.spark.options.{ShareSourceOptions, StartingOffsets, Subscription}
+import io.github.kafkashare.spark.options.{OptionDeclarations, ShareSourceOptions, StartingOffsets, Subscription}
 import org.apache.kafka.clients.admin._
 import org.apache.kafka.common.{KafkaException, KafkaFuture, TopicPartition}
 import org.apache.kafka.common.config.{ConfigException, ConfigResource}
-import org.apache.kafka.common.errors.{AuthenticationException, AuthorizationException, GroupIdNotFoundException}
+import org.apache.kafka.common.errors.{
+  AuthenticationException,
+  AuthorizationException,
+  GroupIdNotFoundException,
+  UnknownTopicOrPartitionException
+}
 import org.apache.spark.internal.Logging
 
 /** Everything the driver asks the cluster, through one Admin client. Driver only. */
@@ -61,16 +66,18 @@ final class ClusterAccess(options: ShareSourceOptions) extends AutoCloseable wit
    * ([[BrokerFeatures]]). Group settings that cannot be read (no DescribeConfigs permission) count as unset.
    */
   def features(): BrokerFeatures = {
-    val metadata = await(admin.describeFeatures().featureMetadata())
+    val metadata           = await(admin.describeFeatures().featureMetadata())
     val maxMetadataVersion = Option(metadata.supportedFeatures.get("metadata.version")).map(_.maxVersion.toInt).getOrElse(0)
+    val finalizedMetadataVersion =
+      Option(metadata.finalizedFeatures.get("metadata.version")).map(_.maxVersionLevel.toInt).getOrElse(0)
     val group =
-      try groupSettings()
+      try Some(groupSettings())
       catch {
         case NonFatal(e) =>
           logInfo(s"kafka-share: cannot read the share group's settings (${e.getMessage}); taking the broker's defaults")
-          Map.empty[String, String]
+          None
       }
-    BrokerFeatures.of(maxMetadataVersion, shareVersion(metadata), group)
+    BrokerFeatures.of(maxMetadataVersion, finalizedMetadataVersion, shareVersion(metadata), group)
   }
 
   /** The topics the subscription names now; a fixed list must exist. */
@@ -142,6 +149,36 @@ final class ClusterAccess(options: ShareSourceOptions) extends AutoCloseable wit
       )
       logInfo(s"share group '${options.groupId}' has no state yet: set its share.auto.offset.reset to " +
         s"${starting.groupValue} (option startingOffsets)")
+    }
+  }
+
+  /**
+   * Points the group's dead letters at `topic` (the broker's dead-letter queue, KIP-1191), after checking
+   * that the cluster has it and that the topic takes them; refuses with a catalogued error otherwise.
+   * The group config is shared by every member of the group: set only when it names another topic.
+   */
+  def useBrokerDeadLetters(topic: String, features: BrokerFeatures): Unit = {
+    if (!features.brokerDeadLetters.available)
+      throw ShareSourceErrors.brokerDeadLettersUnavailable(options.bootstrapServers, features.brokerDeadLetters.why)
+    // The broker takes as a group's dead-letter topic only names with its prefix ("dlq." by default), and
+    // sends nothing, silently, to another.
+    brokerSetting("errors.deadletterqueue.topic.name.prefix").filterNot(topic.startsWith).foreach { prefix =>
+      throw ShareSourceErrors.brokerDeadLetterTopicPrefix(topic, prefix)
+    }
+    val topicResource = new ConfigResource(ConfigResource.Type.TOPIC, topic)
+    val enabled =
+      try settings(topicResource).get("errors.deadletterqueue.group.enable").exists(_.equalsIgnoreCase("true"))
+      catch { case _: UnknownTopicOrPartitionException => false }
+    if (!enabled) throw ShareSourceErrors.brokerDeadLetterTopicNotEnabled(topic, options.bootstrapServers)
+    val wanted = Map("errors.deadletterqueue.topic.name" -> topic, "errors.deadletterqueue.copy.record.enable" -> "true")
+    val group  = groupSettings()
+    val change = wanted.filterNot { case (k, v) => group.get(k).contains(v) }
+    if (change.nonEmpty) {
+      val ops: java.util.Collection[AlterConfigOp] =
+        change.map { case (k, v) => new AlterConfigOp(new ConfigEntry(k, v), AlterConfigOp.OpType.SET) }.toSeq.asJava
+      await(admin.incrementalAlterConfigs(Map(new ConfigResource(ConfigResource.Type.GROUP, options.groupId) -> ops).asJava).all())
+      logInfo(s"kafka-share: share group '${options.groupId}' sends its dead letters to '$topic' (the broker's dead-letter " +
+        s"queue; option ${OptionDeclarations.BrokerDeadLetters})")
     }
   }
 

@@ -381,8 +381,11 @@ final class KafkaShareMicroBatchStream(
   private def awaitPhaseTwo(): Unit = if (options.holdsUntilCommit) lastPlanned.foreach { last =>
     if (markers.exists(new Path(commitLogDir, last.batch.toString))) {
       val holding = (0 until last.tasks).filter(t => acquisitions.read(last.batch, t).exists(_.runs.nonEmpty))
-      // The watcher acknowledges within a lock duration of the batch's polls, so no later than this.
-      val deadline = plannedAt + (lockDurationMs + 1000L) * 1000000L
+      // The watcher acknowledges within a lock duration of the batch's polls; with renewal, a batch may
+      // outlast that, and the watcher sees the commit at the latest at its next renewal round.
+      val deadline =
+        if (renewLocks) System.nanoTime + (lockDurationMs / 2 + 1000L) * 1000000L
+        else plannedAt + (lockDurationMs + 1000L) * 1000000L
       // A stop interrupts the query's thread; the wait must still happen, and the flag is kept.
       val interrupted = Thread.interrupted()
       try {
@@ -462,10 +465,11 @@ object KafkaShareMicroBatchStream extends Logging {
       cluster.resolveTopics()
       options.startingOffsets.foreach(cluster.applyStartingOffsets)
       val lockDurationMs = options.lockTimeoutMs.getOrElse(cluster.lockDurationMs())
-      val deliveryLimit  = cluster.deliveryCountLimit()
       val features       = cluster.features()
-      val lockLimit      = cluster.recordLockLimit()
-      val parallelism    = options.parallelism.getOrElse(spark.sparkContext.defaultParallelism)
+      options.brokerDeadLetterTopic.foreach(cluster.useBrokerDeadLetters(_, features)) // before the limit: none is lost at it then
+      val deliveryLimit = cluster.deliveryCountLimit()
+      val lockLimit     = cluster.recordLockLimit()
+      val parallelism   = options.parallelism.getOrElse(spark.sparkContext.defaultParallelism)
       // Each read task is a member of the group; the group takes at most group.share.max.size.
       cluster.groupMaxSize().filter(parallelism > _).foreach { max =>
         throw ShareSourceErrors.parallelismAboveGroupSize(parallelism, max, options.groupId)

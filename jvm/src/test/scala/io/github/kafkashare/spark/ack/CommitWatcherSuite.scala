@@ -28,7 +28,15 @@ class CommitWatcherSuite extends AnyFunSuite {
     val key =
       ConsumerKey(s"watcher-suite-${UUID.randomUUID}", Map("bootstrap.servers" -> "127.0.0.1:1"), 60000L, "subscribe=t", dir.toString)
     val consumer = pool.borrow(key)
-    watcher.holdUntilCommitted(consumer, commit, conf, maxHoldMs = 1000L, renewal = None, explicit = None, CommitWatcher.DoneMark(markers, 7L, 0))
+    watcher.holdUntilCommitted(
+      consumer,
+      commit,
+      conf,
+      maxHoldMs = 1000L,
+      renewal = None,
+      explicit = None,
+      CommitWatcher.DoneMark(markers, 7L, 0)
+    )
 
     /** Whether the consumer is back in the pool: the next borrow gets it instead of a new one. */
     def consumerIsBack: Boolean = {

@@ -81,11 +81,17 @@ final class KafkaTestOps(bootstrapServers: String) {
     } finally admin.close()
   }
 
+  /** Sets topic configs (for example errors.deadletterqueue.group.enable on a broker dead-letter topic). */
+  def setTopicConfig(topic: String, configs: Map[String, String]): Unit =
+    alterConfigs(new ConfigResource(ConfigResource.Type.TOPIC, topic), configs)
+
   /** Sets group configs (`share.auto.offset.reset`, `share.record.lock.duration.ms`, ...). Works before the group exists. */
-  def setGroupConfig(groupId: String, configs: Map[String, String]): Unit = {
-    val admin    = KafkaBroker.admin(bootstrapServers)
-    val resource = new ConfigResource(ConfigResource.Type.GROUP, groupId)
-    val ops      = configs.map { case (k, v) => new AlterConfigOp(new ConfigEntry(k, v), AlterConfigOp.OpType.SET) }
+  def setGroupConfig(groupId: String, configs: Map[String, String]): Unit =
+    alterConfigs(new ConfigResource(ConfigResource.Type.GROUP, groupId), configs)
+
+  private def alterConfigs(resource: ConfigResource, configs: Map[String, String]): Unit = {
+    val admin = KafkaBroker.admin(bootstrapServers)
+    val ops   = configs.map { case (k, v) => new AlterConfigOp(new ConfigEntry(k, v), AlterConfigOp.OpType.SET) }
     try admin.incrementalAlterConfigs(Map(resource -> ops.asJavaCollection).asJava).all().get(30, TimeUnit.SECONDS)
     finally admin.close()
   }
@@ -256,7 +262,8 @@ final class KafkaTestOps(bootstrapServers: String) {
         consumer.poll(Duration.ofMillis(500)).asScala.foreach { r =>
           def quote(s: String) = "\"" + s.replace("\\", "\\\\").replace("\"", "\\\"") + "\""
           val headers          = r.headers.asScala.map(h => s"${quote(h.key)}:${quote(new String(h.value, "UTF-8"))}").mkString(",")
-          lines += s"""{"key":${quote(new String(r.key, "UTF-8"))},"headers":{$headers}}"""
+          val key              = Option(r.key).map(new String(_, "UTF-8")).getOrElse("") // a broker's dead letter may carry none
+          lines += s"""{"key":${quote(key)},"headers":{$headers}}"""
         }
       lines.toSeq
     } finally consumer.close()

@@ -12,7 +12,11 @@ class BrokerFeaturesSuite extends ShareStreamTest {
 
   private def cluster(broker: KafkaBroker, group: String, topic: String): ClusterAccess =
     new ClusterAccess(
-      ShareSourceOptions.parse(Map("kafka.bootstrap.servers" -> broker.bootstrapServers, "kafka.share.group.id" -> group, "subscribe" -> topic))
+      ShareSourceOptions.parse(Map(
+        "kafka.bootstrap.servers" -> broker.bootstrapServers,
+        "kafka.share.group.id"    -> group,
+        "subscribe"               -> topic
+      ))
     )
 
   private def featuresOf(version: String, groupSettings: Map[String, String] = Map.empty): BrokerFeatures = {

@@ -30,8 +30,8 @@ abstract class LockRenewalSuite(mode: String, strategy: String, options: (String
 
   /** Sleeps in the first batch with records, then lets another member of the group look for records. */
   private final class SlowFirstBatch(prepared: Prepared, seconds: Int) extends BatchHook {
-    @volatile var slept: Option[Long]                = None
-    @volatile var probeGot: Option[Seq[ReceivedRecord]] = None
+    @volatile var slept: Option[Long]                            = None
+    @volatile var probeGot: Option[Seq[ReceivedRecord]]          = None
     override def read(rows: DataFrame, batchId: Long): DataFrame = rows
     override def afterWrite(batchId: Long): Unit = if (slept.isEmpty && query.exists(_.sink.rowsOf(batchId).nonEmpty)) {
       slept = Some(batchId)
@@ -39,7 +39,7 @@ abstract class LockRenewalSuite(mode: String, strategy: String, options: (String
       probeGot = Some(prepared.kafka.shareConsume(prepared.group, Seq(prepared.topic), expected = 1, timeoutMs = 3000))
       woke = true
     }
-    @volatile var woke = false
+    @volatile var woke                      = false
     @volatile var query: Option[ShareQuery] = None
   }
 
@@ -57,7 +57,8 @@ abstract class LockRenewalSuite(mode: String, strategy: String, options: (String
       },
       CheckLanded(200),
       Assert("the start-up log says whether held locks are renewed") { _ =>
-        val said = StreamSuiteLog.linesWith(s"group '${prepared.group}'").filter(l => l.contains(" WARN ") && l.contains("cannot renew their locks"))
+        val said =
+          StreamSuiteLog.linesWith(s"group '${prepared.group}'").filter(l => l.contains(" WARN ") && l.contains("cannot renew their locks"))
         if (renews) assert(said.isEmpty, said.mkString("\n"))
         else {
           assert(said.nonEmpty, s"no start-up warning for group ${prepared.group}")
