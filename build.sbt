@@ -270,6 +270,9 @@ lazy val integration = project
     Test / fork := true,
     Test / javaOptions ++= sparkJavaOptions ++ Seq(
       "-Xmx3g",
+      // sbt's forked runner runs as many suites at once as the JVM sees processors: 3 on the 2-core machine,
+      // since most of a stream suite's time is waiting (see testForkedParallel below; docs/testing.md).
+      "-XX:ActiveProcessorCount=3",
       s"-Dkafkashare.root=${(LocalRootProject / baseDirectory).value}",
       s"-Dkafkashare.broker.versions=${brokerVersions.mkString(",")}"
     ),

@@ -55,6 +55,8 @@ final class PooledShareConsumer(val key: ConsumerKey) {
   // Volatile: the pool reads them (and may release the carry) while the consumer waits with it.
   @volatile private var carried      = Seq.empty[Record]
   @volatile private var carriedSince = 0L
+  // When the carry's oldest records were first acquired: a renewal restarts their locks (carriedSince), not this.
+  @volatile private var carriedFirstSince = 0L
   // The carry came from collectFetchedWhileIdle: no reader has seen (and counted) these records yet.
   @volatile private var carryFetchedWhileIdle = false
 
@@ -92,8 +94,11 @@ final class PooledShareConsumer(val key: ConsumerKey) {
    */
   def pendingSinceNanos: Option[Long] = (carriedSinceNanos.toList ++ unreturnedSince).minOption
 
-  /** When its carry was acquired, if it has one. */
+  /** When its carry was acquired, if it has one (or when its locks were last renewed). */
   def carriedSinceNanos: Option[Long] = if (carried.nonEmpty) Some(carriedSince) else None
+
+  /** When its carry's oldest records were first acquired, renewals or not, if it has a carry. */
+  def carriedFirstSinceNanos: Option[Long] = if (carried.nonEmpty) Some(carriedFirstSince) else None
 
   /**
    * RELEASEs the carry (its locks are too far spent for a batch to pin it) and keeps the consumer, with
@@ -117,6 +122,9 @@ final class PooledShareConsumer(val key: ConsumerKey) {
 
   /** Whether its client is still fetching after a poll that returned nothing (see [[collectFetchedWhileIdle]]). */
   def stillFetching: Boolean = fetching
+
+  /** Whether its client's buffer may hold acquired records no poll returned yet (the rest of a full poll). */
+  def mayHoldBuffered: Boolean = unreturnedSince.nonEmpty
 
   /** Whether its carry came from [[collectFetchedWhileIdle]] and no task took it yet. */
   def carriesFetchedWhileIdle: Boolean = carryFetchedWhileIdle && carried.nonEmpty
@@ -192,19 +200,23 @@ final class PooledShareConsumer(val key: ConsumerKey) {
    * Only for a consumer that holds nothing (explicit mode polls only with everything acknowledged);
    * otherwise it collects nothing.
    */
-  def collectFetchedWhileIdle(): Int =
+  def collectFetchedWhileIdle(alsoBuffered: Boolean = false): Int =
     // Only while its client is fetching anyway: on a consumer that stopped (its last poll brought
     // records), a poll with an empty buffer would start a fetch, and acquire records for nothing.
-    if (!fetching || !held.isEmpty || carried.nonEmpty || subscribed.isEmpty) 0
+    // Unless `alsoBuffered` (the pool can renew what it collects): then also where the client's buffer
+    // may hold the rest of a full poll, at the cost of starting a fetch where it holds none.
+    if (!(fetching || alsoBuffered && unreturnedSince.nonEmpty) || !held.isEmpty || carried.nonEmpty || subscribed.isEmpty) 0
     else {
       val since   = unreturnedSince.getOrElse(System.nanoTime)
       val records = consumer.poll(Duration.ZERO).asScala.toVector
       if (records.isEmpty) {
-        // Nothing has come so far: whatever comes later is acquired later.
+        // Nothing has come so far: whatever comes later is acquired later. An empty poll leaves the client fetching.
         unreturnedSince = Some(System.nanoTime - PooledShareConsumer.InFlightMarginNanos)
+        fetching = true
       } else {
         carried = records
         carriedSince = since
+        carriedFirstSince = since
         carryFetchedWhileIdle = true
         fetching = false // a response with records ends the client's fetching
         unreturnedSince = if (records.size >= maxPollRecords) Some(since) else None
@@ -216,6 +228,7 @@ final class PooledShareConsumer(val key: ConsumerKey) {
   def carry(records: Seq[Record], acquiredAtNanos: Long): Unit = if (records.nonEmpty) {
     records.foreach(held.remove)
     carriedSince = if (carried.isEmpty) acquiredAtNanos else math.min(carriedSince, acquiredAtNanos)
+    carriedFirstSince = if (carried.isEmpty) acquiredAtNanos else math.min(carriedFirstSince, acquiredAtNanos)
     carried ++= records
   }
 
@@ -268,6 +281,7 @@ final class PooledShareConsumer(val key: ConsumerKey) {
   def renewHeld(commitTimeoutMs: Long, pollBackMs: Long): Seq[(String, Int, Throwable)] = {
     val heldBefore    = heldNow
     val carriedBefore = carried
+    val firstBefore   = carriedFirstSinceNanos
     if (heldBefore.isEmpty && carriedBefore.isEmpty) return Nil
     (heldBefore ++ carriedBefore).foreach(consumer.acknowledge(_, AcknowledgeType.RENEW))
     // If this throws (a timeout), the records stay marked held: the caller closes the consumer.
@@ -288,7 +302,11 @@ final class PooledShareConsumer(val key: ConsumerKey) {
     val (again, rest) = back.partition(r => wantHeld(idOf(r)))
     again.foreach(held.add)
     // The carry's locks were renewed too; anything else the poll brought was acquired just now.
-    if (rest.nonEmpty) { carried = rest; carriedSince = System.nanoTime - PooledShareConsumer.InFlightMarginNanos }
+    if (rest.nonEmpty) {
+      carriedSince = System.nanoTime - PooledShareConsumer.InFlightMarginNanos
+      carriedFirstSince = firstBefore.getOrElse(carriedSince)
+      carried = rest
+    }
     fetching = false
     val notBack = (wanted -- back.map(idOf)).toSeq.map { case (t, p, o) =>
       (t, p, new IllegalStateException(s"offset $o was not handed back after its renewal"): Throwable)
@@ -341,7 +359,16 @@ object PooledShareConsumer {
  * @param subscription the topics or the pattern, as the option gave them
  * @param query        the query's checkpoint location (two running queries never share one)
  * @param idleCloseMs  how long one may wait in the pool unused before it is closed (see [[ShareConsumerPool]])
+ * @param renewIdle    whether the pool renews the locks of what an idle consumer carries (RENEW, Kafka 4.2+)
+ *                     rather than give it back to the group, which would spend a delivery attempt of each record
  */
-final case class ConsumerKey(groupId: String, params: Map[String, String], idleCloseMs: Long, subscription: String, query: String) {
+final case class ConsumerKey(
+    groupId: String,
+    params: Map[String, String],
+    idleCloseMs: Long,
+    subscription: String,
+    query: String,
+    renewIdle: Boolean = false
+) {
   override def toString: String = s"ConsumerKey($groupId, $subscription, ${params.size} settings)" // settings may hold secrets
 }

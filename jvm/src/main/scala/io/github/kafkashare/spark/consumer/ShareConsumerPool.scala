@@ -6,6 +6,7 @@ import java.util.concurrent.atomic.AtomicLong
 import scala.jdk.CollectionConverters._
 import scala.util.control.NonFatal
 
+import io.github.kafkashare.spark.ack.CommitWatcher
 import io.github.kafkashare.spark.offsets.SourceMarkers
 import org.apache.spark.internal.Logging
 
@@ -24,10 +25,12 @@ import org.apache.spark.internal.Logging
  *    fetched while it waited here) stay locked to it, invisible to the rest of the group, until it
  *    polls again or closes; closing gives them back and spends a delivery attempt of each, so a record
  *    on its last attempt would be archived. Hence, each second (the evictor):
- *    - what an idle consumer's client fetched meanwhile is collected into its carry, and its query's
- *      driver told to run a batch ([[SourceMarkers.markFetchedWhileIdle]]): the driver runs none while
+ *    - what an idle consumer's client fetched meanwhile (and, where the key renews, what its client's
+ *      buffer holds past a full poll) is collected into its carry, and its query's driver told to run a batch ([[SourceMarkers.markFetchedWhileIdle]]): the driver runs none while
  *      it sees nothing new, and the broker does not say what is locked to whom;
- *    - a carry older than the key's `idleCloseMs` (half a lock: too late for a batch to pin it) is
+ *    - a carry older than the key's `idleCloseMs` (half a lock: too late for a batch to pin it) has its
+ *      locks renewed where the cluster can (RENEW, Kafka 4.2+: the key's `renewIdle`), for up to
+ *      [[ShareConsumerPool.MaxIdleRenewMs]], so that a stalled query spends no delivery attempt; else it is
  *      RELEASEd, and the consumer kept, with its membership; records on their last attempt stay for a
  *      batch (released, they would be archived) for up to two locks;
  *    - a consumer idle longer than `idleCloseMs` with no carry is closed.
@@ -45,7 +48,7 @@ import org.apache.spark.internal.Logging
  * @param open  creates a consumer for a key
  */
 final class ShareConsumerPool(clock: Clock, open: ConsumerKey => PooledShareConsumer) extends Logging {
-  import ShareConsumerPool.MaxWaitForHeldMs
+  import ShareConsumerPool.{MaxIdleRenewMs, MaxWaitForHeldMs}
 
   private val idle    = new ConcurrentHashMap[ConsumerKey, ConcurrentLinkedDeque[PooledShareConsumer]]()
   private val created = new AtomicLong()
@@ -84,9 +87,13 @@ final class ShareConsumerPool(clock: Clock, open: ConsumerKey => PooledShareCons
     found
   }
 
-  /** `c`, taken from the pool, with an aged carry released; null when that failed and `c` was closed. */
+  /**
+   * `c`, taken from the pool, with an aged carry renewed (where the key says the cluster can: no delivery
+   * attempt spent, for up to [[MaxIdleRenewMs]]) or else released; null when that failed and `c` was closed.
+   */
   private def withFreshCarry(c: PooledShareConsumer): PooledShareConsumer =
     if (!carryAged(c)) c
+    else if (c.key.renewIdle && c.carriedFirstSinceNanos.forall(ageMs(_) <= MaxIdleRenewMs)) renewCarry(c)
     else
       try {
         // Records on their last attempt wait for a batch, but not forever: two locks on, the broker has
@@ -103,6 +110,24 @@ final class ShareConsumerPool(clock: Clock, open: ConsumerKey => PooledShareCons
           discard(c)
           null
       }
+
+  private def renewCarry(c: PooledShareConsumer): PooledShareConsumer = {
+    val renewal = CommitWatcher.Renewal(2 * c.key.idleCloseMs)
+    val carried = c.carrying
+    try {
+      val refused = c.renewHeld(renewal.commitTimeoutMs, renewal.pollBackMs)
+      if (refused.nonEmpty)
+        logInfo(s"kafka-share: a pooled consumer of ${c.key} could not renew the locks of ${refused.size} carried " +
+          s"partition(s) or record(s) (${refused.head._3.getMessage}); the group delivers those again")
+      logDebug(s"kafka-share: a pooled consumer of ${c.key} renewed the locks of $carried carried record(s)")
+      c
+    } catch {
+      case NonFatal(e) =>
+        logWarning("a pooled share consumer could not renew its carry's locks; closing it", e)
+        discard(c)
+        null
+    }
+  }
 
   // Consumers a commit watcher holds, per key: they come back to the pool (or are discarded) soon.
   private val held = new ConcurrentHashMap[ConsumerKey, AtomicLong]()
@@ -174,11 +199,12 @@ final class ShareConsumerPool(clock: Clock, open: ConsumerKey => PooledShareCons
 
   private def collectFetchedWhileIdle(): Unit = idle.asScala.foreach { case (key, queue) =>
     Option(markersOf.get(key)).foreach { markers =>
-      val fetching = queue.asScala.toList.filter(c => c.carrying == 0 && c.stillFetching)
+      // Where the pool renews what it collects, also what the client's buffer may hold past a full poll.
+      val fetching = queue.asScala.toList.filter(c => c.carrying == 0 && (c.stillFetching || key.renewIdle && c.mayHoldBuffered))
       // remove() fails when a borrower took it meanwhile: then it is theirs, not ours.
       val collected = fetching.filter(queue.remove).map { c =>
         try {
-          val n = c.collectFetchedWhileIdle()
+          val n = c.collectFetchedWhileIdle(alsoBuffered = key.renewIdle)
           queue.addFirst(c)
           n
         } catch {
@@ -225,6 +251,12 @@ object ShareConsumerPool extends Logging {
 
   /** The longest a borrower waits for a consumer that a commit watcher is about to give back. */
   val MaxWaitForHeldMs = 1000L
+
+  /**
+   * How long an idle consumer keeps renewing what it carries for a batch to take (a batch that stalls,
+   * a slow foreachBatch): past it, a query that takes nothing from this executor gives the records back.
+   */
+  val MaxIdleRenewMs: Long = 15 * 60 * 1000L
 
   /**
    * This JVM's pool. Nothing runs before a read task first uses it: then its evictor starts (a daemon

@@ -13,7 +13,10 @@ package io.github.kafkashare.spark.planning
  * merely supports 4.2 levels for testing, is treated as 4.1.
  *
  * @param line       the broker's Kafka line ("4.1" to "4.4", or a later one as "4.4+")
- * @param renew      RENEW acknowledgements (KIP-1222): held records keep their locks for as long as a batch runs
+ * @param renew      RENEW acknowledgements (KIP-1222): held records keep their locks for as long as a batch runs,
+ *                   and records an idle consumer fetched keep theirs until a batch takes them
+ * @param strictAcquisition `share.acquire.mode=record_limit` (KIP-1206): a fetch acquires no more than
+ *                   max.poll.records, so no acquired record waits unread in the client's buffer
  * @param brokerLag  the broker's own share-partition lag (KIP-1226) for the backlog metric
  * @param groupLimits the group's own delivery count limit and lock limit (KIP-1240), else the broker's
  * @param brokerDeadLetters the broker's dead-letter queue for share groups (KIP-1191, `share.version=2`)
@@ -21,6 +24,7 @@ package io.github.kafkashare.spark.planning
 final case class BrokerFeatures(
     line: String,
     renew: BrokerFeatures.Feature,
+    strictAcquisition: BrokerFeatures.Feature,
     brokerLag: BrokerFeatures.Feature,
     groupLimits: BrokerFeatures.Feature,
     brokerDeadLetters: BrokerFeatures.Feature
@@ -28,7 +32,13 @@ final case class BrokerFeatures(
   import BrokerFeatures.Feature
 
   private def named: Seq[(String, Feature)] =
-    Seq("RENEW" -> renew, "broker lag" -> brokerLag, "group limits" -> groupLimits, "broker dead letters" -> brokerDeadLetters)
+    Seq(
+      "RENEW"               -> renew,
+      "strict acquisition"  -> strictAcquisition,
+      "broker lag"          -> brokerLag,
+      "group limits"        -> groupLimits,
+      "broker dead letters" -> brokerDeadLetters
+    )
 
   /** One line for the start-up log: what is used, and what is not and why. */
   def describe: String = {
@@ -83,6 +93,10 @@ object BrokerFeatures {
         else if (group.get("share.renew.acknowledge.enable").exists(_.equalsIgnoreCase("false")))
           Feature(available = false, "the group sets share.renew.acknowledge.enable=false")
         else on,
+      // A 4.1 broker takes the setting and then answers every ShareFetch with nothing: only on a 4.2 cluster.
+      strictAcquisition =
+        if (cluster42) on
+        else Feature(available = false, "Kafka 4.1 brokers acquire whole record batches (share.acquire.mode, KIP-1206, Kafka 4.2)"),
       brokerLag =
         if (cluster42) on
         else Feature(available = false, "Kafka 4.1 brokers report no lag (KIP-1226, Kafka 4.2); the source computes it"),

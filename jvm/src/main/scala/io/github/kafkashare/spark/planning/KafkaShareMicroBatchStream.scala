@@ -50,6 +50,7 @@ final class KafkaShareMicroBatchStream(
     lockDurationMs: Long,
     initialDeliveryLimit: Option[Int],
     features: BrokerFeatures,
+    clientSettings: Map[String, String],
     hadoopConf: SerializableHadoopConf,
     totals: QueryTotals,
     explicit: Option[ExplicitQueries.Registration]
@@ -261,14 +262,16 @@ final class KafkaShareMicroBatchStream(
   }
 
   // Idle consumers are closed after half a lock duration: what they fetched ahead is locked to them
-  // until then, and after a whole lock duration it would be stale anyway. A consumer serves one query
-  // (its checkpoint): what it fetched ahead, or still has in its buffer, is that query's subscription's.
+  // until then, and after a whole lock duration it would be stale anyway (unless renewed, where the
+  // cluster can). A consumer serves one query (its checkpoint): what it fetched ahead, or still has in
+  // its buffer, is that query's subscription's.
   private val consumerKey = ConsumerKey(
     options.groupId,
-    KafkaShareMicroBatchStream.clientSettings(options, parallelism),
+    clientSettings,
     lockDurationMs / 2,
     subscription = KafkaShareTable.describe(options.subscription),
-    query = checkpointDir
+    query = checkpointDir,
+    renewIdle = features.renew.available
   )
 
   private def holder = if (explicit.nonEmpty) "explicit acknowledgement" else "two-phase-commit"
@@ -411,27 +414,7 @@ final case class BatchStats(batch: Long, records: Long, maxDeliveryCount: Int)
 object KafkaShareMicroBatchStream extends Logging {
 
   /** A task's share of `max` records over `tasks` tasks, rounded up (without overflow near Long.MaxValue), at least 1. */
-  def shareOf(max: Long, tasks: Int): Long = math.max(1L, max / tasks + (if (max % tasks == 0) 0 else 1))
-
-  /** Kafka's default max.poll.records. */
-  private val ClientMaxPollRecords = 500
-
-  /**
-   * The share consumers' client settings: the user's, and a max.poll.records no larger than a task's
-   * share of maxRecordsPerTrigger. Why: the broker acquires up to max.poll.records (rounded up to whole
-   * record batches) per fetch. What a task does not take waits locked, in the carry or the client's
-   * buffer, and each time it goes back to the group (its carry aged, its consumer closed, the driver
-   * crashed) the broker counts a delivery attempt for records nobody read: small batches then walked
-   * records towards share.delivery.count.limit, where brokers hand them out one at a time. A setting
-   * the user gave is kept; a share above Kafka's default keeps the default (tasks that may poll again do).
-   */
-  def clientSettings(options: ShareSourceOptions, parallelism: Int): Map[String, String] =
-    options.maxRecordsPerTrigger match {
-      case Some(max) if !options.kafkaParams.contains("max.poll.records") =>
-        val share = shareOf(max, parallelism)
-        if (share < ClientMaxPollRecords) options.kafkaParams + ("max.poll.records" -> share.toString) else options.kafkaParams
-      case _ => options.kafkaParams
-    }
+  def shareOf(max: Long, tasks: Int): Long = ClientSettings.shareOf(max, tasks)
 
   /** The longest wait between probe batches that keep finding nothing. */
   val MaxProbeWaitMs: Long = 10 * 60 * 1000L
@@ -466,6 +449,7 @@ object KafkaShareMicroBatchStream extends Logging {
       options.startingOffsets.foreach(cluster.applyStartingOffsets)
       val lockDurationMs = options.lockTimeoutMs.getOrElse(cluster.lockDurationMs())
       val features       = cluster.features()
+      val partitions     = cluster.topicsNow(cluster.resolveTopics()).ends.size
       options.brokerDeadLetterTopic.foreach(cluster.useBrokerDeadLetters(_, features)) // before the limit: none is lost at it then
       val deliveryLimit = cluster.deliveryCountLimit()
       val lockLimit     = cluster.recordLockLimit()
@@ -487,6 +471,11 @@ object KafkaShareMicroBatchStream extends Logging {
             p.deadLetterTopic.fold("")(t => s" via '$t'")
         ))
       logInfo(s"kafka-share: group '${options.groupId}': ${features.describe}")
+      val clientSettings = ClientSettings.of(options, parallelism, partitions, lockLimit, features.strictAcquisition.available)
+      val chosen         = ClientSettings.Chosen.filter(k => clientSettings.get(k) != options.kafkaParams.get(k))
+      if (chosen.nonEmpty)
+        logInfo(s"kafka-share: group '${options.groupId}': consumer settings chosen by the source: " +
+          chosen.map(k => s"$k=${clientSettings(k)}").mkString(", "))
       if (options.holdsUntilCommit && !features.renew.available)
         logWarning(s"kafka-share: group '${options.groupId}': " +
           s"${if (options.mode == AcknowledgmentMode.Implicit) options.strategy.name else "explicit mode"} " +
@@ -515,6 +504,7 @@ object KafkaShareMicroBatchStream extends Logging {
           lockDurationMs,
           deliveryLimit,
           features,
+          clientSettings,
           hadoopConf,
           new QueryTotals(spark.sparkContext),
           explicit

@@ -57,5 +57,5 @@ object DeadLetters {
     new KafkaProducer[Array[Byte], Array[Byte]](props, new ByteArraySerializer, new ByteArraySerializer)
   }
 
-  private val ConsumerOnly = Seq("fetch.", "max.poll.", "max.partition.fetch", "check.crcs", "client.rack", "exclude.internal")
+  private val ConsumerOnly = Seq("share.", "fetch.", "max.poll.", "max.partition.fetch", "check.crcs", "client.rack", "exclude.internal")
 }

@@ -51,7 +51,8 @@ final class ReplayFetcher(parts: Seq[AcquisitionEntry], params: Map[String, Stri
 
   private def client: KafkaConsumer[Array[Byte], Array[Byte]] = consumer.getOrElse {
     val props = new Properties
-    params.foreach { case (k, v) => props.put(k, v) }
+    // A plain consumer refuses the share consumer's own settings (share.acquire.mode, chosen by the source).
+    params.foreach { case (k, v) => if (!k.startsWith("share.")) props.put(k, v) }
     props.put("enable.auto.commit", "false")
     props.put("auto.offset.reset", "none")
     props.remove("group.id")

@@ -16,6 +16,7 @@ class BrokerFeaturesSuite extends AnyFunSuite {
   test("a 4.1 broker offers nothing beyond share groups, and says why") {
     val f = BrokerFeatures.of(27, 27, shareVersion = 1, Some(Map("share.record.lock.duration.ms" -> "30000")))
     assert(!f.renew.available && f.renew.why.contains("KIP-1222"))
+    assert(!f.strictAcquisition.available && f.strictAcquisition.why.contains("KIP-1206"))
     assert(!f.brokerLag.available && !f.groupLimits.available && !f.brokerDeadLetters.available)
     assert(f.describe.startsWith("Kafka 4.1 broker; in use: -; not available: RENEW: Kafka 4.1 brokers cannot renew"))
   }
@@ -30,14 +31,14 @@ class BrokerFeaturesSuite extends AnyFunSuite {
 
   test("what needs 4.2 waits for the cluster's finalized metadata.version: a 4.1 broker with testing levels, an upgrade half done") {
     val f = BrokerFeatures.of(29, 27, 1, Some(Map.empty))
-    assert(f.line == "4.2" && !f.renew.available && !f.brokerLag.available, f.describe)
+    assert(f.line == "4.2" && !f.renew.available && !f.brokerLag.available && !f.strictAcquisition.available, f.describe)
     assert(f.renew.why.contains("metadata.version is 27"))
   }
 
   test("group limits where the broker reports them as group configs (4.3), dead letters with share.version 2") {
     val f = BrokerFeatures.of(33, 33, 2, Some(Map("share.partition.max.record.locks" -> "2000")))
     assert(f.groupLimits.available && f.brokerDeadLetters.available && f.brokerLag.available)
-    assert(f.describe == "Kafka 4.4 broker; in use: RENEW, broker lag, group limits, broker dead letters")
+    assert(f.describe == "Kafka 4.4 broker; in use: RENEW, strict acquisition, broker lag, group limits, broker dead letters")
     assert(!BrokerFeatures.of(33, 33, 1, Some(Map.empty)).brokerDeadLetters.available)
   }
 }

@@ -36,6 +36,7 @@ class BrokerFeaturesSuite extends ShareStreamTest {
       val since42 = line >= "4.2"
       assert(features.renew.available == since42, features.describe)
       assert(features.brokerLag.available == since42, features.describe)
+      assert(features.strictAcquisition.available == since42, features.describe)
       assert(features.groupLimits.available == (line >= "4.3"), features.describe)
       // A newly formatted 4.4 cluster has share.version 2, the broker's dead-letter queue.
       assert(features.brokerDeadLetters.available == (line >= "4.4"), features.describe)

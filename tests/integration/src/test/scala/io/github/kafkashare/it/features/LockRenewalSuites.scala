@@ -24,8 +24,8 @@ import org.apache.spark.sql.streaming.Trigger
  * plain share consumer of the group polls for 3 s: it must get nothing, since the batch still holds every
  * record. After the batch the commit watcher must not have had to acknowledge before the commit (its
  * "did not come within the lock duration" warning), and every record landed once, at delivery count 1.
- * A two-phase-commit query and an explicit-mode query run side by side in each test, their slow batches
- * at the same time, each with its own topic and group.
+ * A two-phase-commit query and an explicit-mode query run on each broker line, all side by side in one
+ * test, their slow batches at the same time, each with its own topic and group.
  * `-Dkafkashare.slowBatchSeconds=300` in the test JVM's options gives the 5-minute batch (docs/explicit-mode.md).
  */
 abstract class LockRenewalCells extends ShareStreamTest {
@@ -72,16 +72,25 @@ abstract class LockRenewalCells extends ShareStreamTest {
     hook.query = Some(query)
   }
 
-  protected def slowBatchCells(version: String, seconds: Int, renews: Boolean, groupSettings: Map[String, String] = Map.empty): Unit = {
+  /** Where a test's cells run: the broker, the group's settings, and whether held locks are renewed there. */
+  protected final case class Where(version: String, renews: Boolean, groupSettings: Map[String, String] = Map.empty)
+
+  /** The cells of every place at once (their slow batches at the same time), then each one's checks. */
+  protected def slowBatchCells(seconds: Int, places: Where*): Unit = {
     // Without renewal, explicit mode RELEASEs at 80% of the lock and the records wait in the group for the
     // query's next poll: only two-phase-commit, whose early ACCEPT leaves nothing behind, is checked there.
-    val cells = modes.take(if (renews) modes.size else 1).map { case (_, strategy, options) =>
-      new Cell(version, seconds, groupSettings, strategy, options)
+    val cells = places.flatMap { where =>
+      modes.take(if (where.renews) modes.size else 1).map { case (_, strategy, options) =>
+        (where, new Cell(where.version, seconds, where.groupSettings, strategy, options))
+      }
     }
-    cells.foreach(c => c.prepared.kafka.produce(c.prepared.topic, 200))
-    cells.foreach(_.query.start(Trigger.ProcessingTime(200))) // both slow batches at once
-    try cells.foreach(c => testStream(c.query)(checks(c, seconds, renews, groupSettings): _*))
-    finally cells.foreach(c => Try(c.query.stop()))
+    cells.foreach { case (_, c) => c.prepared.kafka.produce(c.prepared.topic, 200) }
+    cells.foreach(_._2.query.start(Trigger.ProcessingTime(200)))
+    try cells.foreach { case (where, c) =>
+        info(s"Kafka ${where.version}, ${c.query.strategy}${if (where.groupSettings.nonEmpty) s", group ${where.groupSettings}" else ""}")
+        testStream(c.query)(checks(c, seconds, where.renews, where.groupSettings): _*)
+      }
+    finally cells.foreach(c => Try(c._2.query.stop()))
   }
 
   private def checks(cell: Cell, seconds: Int, renews: Boolean, groupSettings: Map[String, String]): Seq[StreamAction] = {
@@ -123,29 +132,33 @@ abstract class LockRenewalCells extends ShareStreamTest {
 
 /** Kafka 4.2 and later: the held records keep their locks by RENEW for as long as the batch runs. */
 final class LockRenewalSuite extends LockRenewalCells {
-  for (version <- SharedBrokers.since("4.2"))
-    test(
-      s"two-phase-commit and explicit mode: a batch of $slowSeconds s with 15 s locks keeps its records by RENEW, acknowledges them at commit [Kafka $version]"
-    ) {
-      slowBatchCells(version, slowSeconds, renews = true)
-    }
+  private val lines = SharedBrokers.since("4.2")
+  test(
+    s"two-phase-commit and explicit mode: a batch of $slowSeconds s with 15 s locks keeps its records by RENEW, acknowledges them at commit " +
+      s"[Kafka ${lines.mkString(", ")}]"
+  ) {
+    slowBatchCells(slowSeconds, lines.map(Where(_, renews = true)): _*)
+  }
 }
 
 /**
  * Where locks cannot be renewed, today's behaviour: a warning at start, the records acknowledged as their
  * locks near their end (two-phase-commit ACCEPTs, they are pinned; explicit mode RELEASEs, and applies the
  * decisions when they come back): nothing lost, nothing doubled. 20 s: past 80% of a 15 s lock.
- * Two-phase-commit only (see slowBatchCells).
+ * Two-phase-commit only (see slowBatchCells). Kafka 4.1, and a 4.3+ group with share.renew.acknowledge.enable=false.
  */
 final class WithoutLockRenewalSuite extends LockRenewalCells {
-  test(s"without RENEW on Kafka 4.1 two-phase-commit warns at start, and loses nothing [Kafka ${SharedBrokers.versions.head}]") {
-    slowBatchCells(SharedBrokers.versions.head, 20, renews = false)
+  private val renewOff = SharedBrokers.since("4.3").lastOption
+  test(
+    s"without RENEW (Kafka ${SharedBrokers.versions.head}; share.renew.acknowledge.enable=false on Kafka ${renewOff.getOrElse("-")}) " +
+      "two-phase-commit warns at start, and loses nothing"
+  ) {
+    slowBatchCells(
+      20,
+      Where(SharedBrokers.versions.head, renews = false) +:
+        renewOff.toSeq.map(Where(_, renews = false, Map("share.renew.acknowledge.enable" -> "false"))): _*
+    )
   }
-
-  for (version <- SharedBrokers.since("4.3").lastOption)
-    test(s"in a group with share.renew.acknowledge.enable=false two-phase-commit warns at start, and loses nothing [Kafka $version]") {
-      slowBatchCells(version, 20, renews = false, Map("share.renew.acknowledge.enable" -> "false"))
-    }
 }
 
 /** The stream suites' log file (tests/integration/src/test/resources/log4j2.properties): the connector's lines at INFO. */
