@@ -57,6 +57,8 @@ final class PooledShareConsumer(val key: ConsumerKey) {
   @volatile private var carriedSince = 0L
   // When the carry's oldest records were first acquired: a renewal restarts their locks (carriedSince), not this.
   @volatile private var carriedFirstSince = 0L
+  // When what the last poll returned was first acquired (a carry keeps its first date through renewals).
+  private var polledFirstSince = 0L
   // The carry came from collectFetchedWhileIdle: no reader has seen (and counted) these records yet.
   @volatile private var carryFetchedWhileIdle = false
 
@@ -147,6 +149,7 @@ final class PooledShareConsumer(val key: ConsumerKey) {
       // Records the pool collected while it waited are new to the reader: counted as acquired by it.
       val fromCarry = !carryFetchedWhileIdle
       carryFetchedWhileIdle = false
+      polledFirstSince = carriedFirstSince
       return PooledShareConsumer.Polled(records, carriedSince, fromCarry)
     }
     if (topics.isEmpty) return PooledShareConsumer.Polled(Nil, System.nanoTime, fromCarry = false) // a pattern matching nothing
@@ -180,6 +183,7 @@ final class PooledShareConsumer(val key: ConsumerKey) {
       if (records.isEmpty) Some(System.nanoTime - PooledShareConsumer.InFlightMarginNanos) // a fetch may still answer
       else if (records.size >= maxPollRecords) Some(acquiredAt)                            // the rest may be buffered
       else None                                                                            // the buffer ran dry
+    polledFirstSince = acquiredAt
     PooledShareConsumer.Polled(records, acquiredAt, fromCarry = false)
   }
 
@@ -228,7 +232,8 @@ final class PooledShareConsumer(val key: ConsumerKey) {
   def carry(records: Seq[Record], acquiredAtNanos: Long): Unit = if (records.nonEmpty) {
     records.foreach(held.remove)
     carriedSince = if (carried.isEmpty) acquiredAtNanos else math.min(carriedSince, acquiredAtNanos)
-    carriedFirstSince = if (carried.isEmpty) acquiredAtNanos else math.min(carriedFirstSince, acquiredAtNanos)
+    val firstSince = math.min(polledFirstSince, acquiredAtNanos) // records of the last poll, perhaps renewed
+    carriedFirstSince = if (carried.isEmpty) firstSince else math.min(carriedFirstSince, firstSince)
     carried ++= records
   }
 
@@ -283,6 +288,8 @@ final class PooledShareConsumer(val key: ConsumerKey) {
     val carriedBefore = carried
     val firstBefore   = carriedFirstSinceNanos
     if (heldBefore.isEmpty && carriedBefore.isEmpty) return Nil
+    // The broker restarts the locks while the commit runs: date them from before it was sent.
+    val renewedAt = System.nanoTime - PooledShareConsumer.InFlightMarginNanos
     (heldBefore ++ carriedBefore).foreach(consumer.acknowledge(_, AcknowledgeType.RENEW))
     // If this throws (a timeout), the records stay marked held: the caller closes the consumer.
     val refused = commit(commitTimeoutMs)
@@ -303,7 +310,8 @@ final class PooledShareConsumer(val key: ConsumerKey) {
     again.foreach(held.add)
     // The carry's locks were renewed too; anything else the poll brought was acquired just now.
     if (rest.nonEmpty) {
-      carriedSince = System.nanoTime - PooledShareConsumer.InFlightMarginNanos
+      // Renewed records, and perhaps what the client's buffer held: dated as the older of the two.
+      carriedSince = unreturnedSince.fold(renewedAt)(math.min(_, renewedAt))
       carriedFirstSince = firstBefore.getOrElse(carriedSince)
       carried = rest
     }

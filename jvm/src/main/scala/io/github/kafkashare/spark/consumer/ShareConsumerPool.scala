@@ -116,11 +116,16 @@ final class ShareConsumerPool(clock: Clock, open: ConsumerKey => PooledShareCons
     val carried = c.carrying
     try {
       val refused = c.renewHeld(renewal.commitTimeoutMs, renewal.pollBackMs)
-      if (refused.nonEmpty)
+      if (refused.isEmpty) {
+        logDebug(s"kafka-share: a pooled consumer of ${c.key} renewed the locks of $carried carried record(s)")
+        c
+      } else {
+        // What the broker refused, or the client did not hand back yet, cannot be dated any more: close it.
         logInfo(s"kafka-share: a pooled consumer of ${c.key} could not renew the locks of ${refused.size} carried " +
-          s"partition(s) or record(s) (${refused.head._3.getMessage}); the group delivers those again")
-      logDebug(s"kafka-share: a pooled consumer of ${c.key} renewed the locks of $carried carried record(s)")
-      c
+          s"partition(s) or record(s) (${refused.head._3.getMessage}); closing it, the group delivers them again")
+        discard(c)
+        null
+      }
     } catch {
       case NonFatal(e) =>
         logWarning("a pooled share consumer could not renew its carry's locks; closing it", e)
@@ -200,7 +205,13 @@ final class ShareConsumerPool(clock: Clock, open: ConsumerKey => PooledShareCons
   private def collectFetchedWhileIdle(): Unit = idle.asScala.foreach { case (key, queue) =>
     Option(markersOf.get(key)).foreach { markers =>
       // Where the pool renews what it collects, also what the client's buffer may hold past a full poll.
-      val fetching = queue.asScala.toList.filter(c => c.carrying == 0 && (c.stillFetching || key.renewIdle && c.mayHoldBuffered))
+      // Not where fetches acquire no more than a poll returns (strict acquisition: no rest is buffered),
+      // and not on one idle past idleCloseMs: it is about to be closed. Where the buffer is empty after all,
+      // the poll starts a fetch: up to a poll more is acquired, and renewed, for the next batch.
+      val strict = key.params.get("share.acquire.mode").contains("record_limit")
+      def buffered(c: PooledShareConsumer) =
+        key.renewIdle && !strict && c.mayHoldBuffered && ageMs(c.idleSinceNanos) <= key.idleCloseMs
+      val fetching = queue.asScala.toList.filter(c => c.carrying == 0 && (c.stillFetching || buffered(c)))
       // remove() fails when a borrower took it meanwhile: then it is theirs, not ours.
       val collected = fetching.filter(queue.remove).map { c =>
         try {
@@ -233,7 +244,8 @@ final class ShareConsumerPool(clock: Clock, open: ConsumerKey => PooledShareCons
     val (aged, toClose) = (waiting.filter(carryAged), waiting.filter(c => !carryAged(c) && unused(c)))
     // remove() fails when a borrower took it meanwhile: then it is theirs, not ours. One given back
     // since is looked at again: it may hold records now.
-    aged.filter(queue.remove).foreach(c => Option(withFreshCarry(c)).foreach(queue.addLast))
+    // One at a time (a renewal takes a round trip or two): the others stay where borrowers find them.
+    aged.foreach(c => if (queue.remove(c)) Option(withFreshCarry(c)).foreach(queue.addLast))
     toClose.filter(queue.remove).foreach(c => if (unused(c)) discard(c) else queue.addLast(c))
   }
 

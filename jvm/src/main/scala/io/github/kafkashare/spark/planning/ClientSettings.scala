@@ -14,7 +14,8 @@ import io.github.kafkashare.spark.options.ShareSourceOptions
  *    holds its records until the commit (two-phase commit, explicit mode) polls once, so its one poll is
  *    its whole part of the batch: its share of maxRecordsPerTrigger, and of the group's record lock
  *    limit (share.partition.max.record.locks, per partition, split among the consumers that read one
- *    partition). Raising the group's lock limit raises such batches, and with them the throughput.
+ *    partition), where their locks are renewed (Kafka 4.2+; on 4.1 a batch must fit in one lock, and polls
+ *    keep Kafka's default). Raising the group's lock limit raises such batches, and with them the throughput.
  *  - `share.acquire.mode=record_limit` where the cluster has it (Kafka 4.2+, KIP-1206) and a task takes
  *    a bounded part (maxRecordsPerTrigger, or one poll held until the commit): a fetch then acquires at
  *    most max.poll.records; otherwise the broker rounds up to whole record batches and the rest waits,
@@ -34,20 +35,23 @@ object ClientSettings {
    * @param partitions  the subscription's partitions at start (0 when none is known yet)
    * @param lockLimit   the group's effective share.partition.max.record.locks, where readable
    * @param strictAcquisition whether the cluster acquires by record count ([[BrokerFeatures.strictAcquisition]])
+   * @param renew       whether held records keep their locks by RENEW: where not (Kafka 4.1), a batch must fit in
+   *                    one lock, and its polls keep the sizes they had
    */
   def of(
       options: ShareSourceOptions,
       parallelism: Int,
       partitions: Int,
       lockLimit: Option[Int],
-      strictAcquisition: Boolean
+      strictAcquisition: Boolean,
+      renew: Boolean
   ): Map[String, String] = {
     val user = options.kafkaParams
     val pollRecords =
       if (user.contains("max.poll.records")) None
       else {
         val triggerShare = options.maxRecordsPerTrigger.map(shareOf(_, parallelism))
-        if (options.holdsUntilCommit) {
+        if (options.holdsUntilCommit && renew) {
           val consumersPerPartition = if (partitions <= 0) parallelism else math.ceil(parallelism.toDouble / partitions).toInt
           val lockShare             = lockLimit.map(l => math.max(1L, l.toLong / math.max(1, consumersPerPartition)))
           (triggerShare ++ lockShare).minOption.filter(_ != KafkaMaxPollRecords)

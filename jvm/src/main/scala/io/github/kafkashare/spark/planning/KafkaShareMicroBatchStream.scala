@@ -471,8 +471,15 @@ object KafkaShareMicroBatchStream extends Logging {
             p.deadLetterTopic.fold("")(t => s" via '$t'")
         ))
       logInfo(s"kafka-share: group '${options.groupId}': ${features.describe}")
-      val clientSettings = ClientSettings.of(options, parallelism, partitions, lockLimit, features.strictAcquisition.available)
-      val chosen         = ClientSettings.Chosen.filter(k => clientSettings.get(k) != options.kafkaParams.get(k))
+      val clientSettings = ClientSettings.of(
+        options,
+        parallelism,
+        partitions,
+        lockLimit,
+        features.strictAcquisition.available,
+        renew = features.renew.available
+      )
+      val chosen = ClientSettings.Chosen.filter(k => clientSettings.get(k) != options.kafkaParams.get(k))
       if (chosen.nonEmpty)
         logInfo(s"kafka-share: group '${options.groupId}': consumer settings chosen by the source: " +
           chosen.map(k => s"$k=${clientSettings(k)}").mkString(", "))

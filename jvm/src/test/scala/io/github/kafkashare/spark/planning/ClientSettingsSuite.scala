@@ -19,9 +19,9 @@ class ClientSettingsSuite extends AnyFunSuite {
       parallelism: Int,
       partitions: Int = 2,
       lockLimit: Option[Int] = Some(2000),
-      strict: Boolean = false
-  ) =
-    ClientSettings.of(o, parallelism, partitions, lockLimit, strict)
+      strict: Boolean = false,
+      renew: Boolean = true
+  ) = ClientSettings.of(o, parallelism, partitions, lockLimit, strict, renew)
 
   test("a share below Kafka's default becomes max.poll.records, unless the user set it") {
     assert(settings(options("maxRecordsPerTrigger" -> "100"), 4).get("max.poll.records").contains("25"))
@@ -43,6 +43,8 @@ class ClientSettingsSuite extends AnyFunSuite {
     assert(!settings(twoPhase, 4, lockLimit = None).contains("max.poll.records"))
     val explicit = options("kafka.share.acknowledgment.mode" -> "explicit")
     assert(settings(explicit, 1, partitions = 1, lockLimit = Some(4000))("max.poll.records") == "4000")
+    // Without RENEW (Kafka 4.1) a batch must fit in one lock: polls keep the sizes they had.
+    assert(!settings(twoPhase, 2, lockLimit = Some(10000), renew = false).contains("max.poll.records"))
     val userSet = options("kafka.share.exactly.once.strategy" -> "two-phase-commit", "kafka.max.poll.records" -> "300")
     assert(settings(userSet, 2, lockLimit = Some(10000))("max.poll.records") == "300")
   }
