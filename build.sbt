@@ -52,8 +52,17 @@ lazy val connector = project
     // The project version, readable at run time (diagnostics, error messages).
     Compile / resourceGenerators += Def.task {
       val out = (Compile / resourceManaged).value / "io" / "github" / "kafkashare" / "spark" / "version.properties"
-      IO.write(out, s"version=${version.value}\nkafka.clients=${pin("kafka.clients")}\n")
+      IO.write(out, s"version=${version.value}\n")
       Seq(out)
+    }.taskValue,
+    // The project's LICENSE and NOTICE in the jar's META-INF/ (the bundled client's own keep their names, renamed).
+    Compile / resourceGenerators += Def.task {
+      val root = (LocalRootProject / baseDirectory).value
+      Seq("LICENSE", "NOTICE").map { f =>
+        val out = (Compile / resourceManaged).value / "META-INF" / f
+        IO.copyFile(root / f, out)
+        out
+      }
     }.taskValue,
     Test / fork := true,
     Test / javaOptions += s"-Dkafkashare.root=${(LocalRootProject / baseDirectory).value}",
@@ -95,9 +104,20 @@ lazy val connector = project
         }
       }).transform(node).head
     },
-    licenses    := Seq("Apache-2.0" -> url("https://www.apache.org/licenses/LICENSE-2.0")),
+    // What Maven Central asks of a POM: licence, description, project URL, SCM and developers.
+    licenses := Seq("Apache-2.0" -> url("https://www.apache.org/licenses/LICENSE-2.0")),
+    homepage := Some(url("https://github.com/kafkashare/spark-kafka-share")),
+    scmInfo := Some(ScmInfo(
+      url("https://github.com/kafkashare/spark-kafka-share"),
+      "scm:git:https://github.com/kafkashare/spark-kafka-share.git"
+    )),
+    developers := List(
+      Developer("kafkashare", "the spark-kafka-share authors", "", url("https://github.com/kafkashare"))
+    ),
     description := "Kafka share groups (KIP-932) as a Spark Structured Streaming source: format(\"kafka-share\")",
     assembly / assemblyMergeStrategy := {
+      // The project's own LICENSE and NOTICE keep their names (the default would suffix the jar's name).
+      case PathList("META-INF", "LICENSE" | "NOTICE")               => MergeStrategy.first
       case PathList("module-info.class")                            => MergeStrategy.discard
       case PathList("META-INF", "versions", _, "module-info.class") => MergeStrategy.discard
       case PathList("META-INF", "services", _*)                     => MergeStrategy.filterDistinctLines

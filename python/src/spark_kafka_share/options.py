@@ -28,8 +28,6 @@ StartingOffsets = Literal["earliest", "latest"]
 AcknowledgmentMode = Literal["implicit", "explicit"]
 DefaultDecision = Literal["accept", "release"]
 
-STRATEGIES: tuple[Strategy, ...] = ("none", "idempotent", "checkpoint-dedup", "two-phase-commit")
-
 _TOPIC_NAME = re.compile(r"[a-zA-Z0-9._-]{1,249}")
 
 

@@ -343,9 +343,9 @@ object PooledShareConsumer {
   /** How long before its response reaches the client the broker may have acquired records, generously. */
   private val InFlightMarginNanos = 1000L * 1000000L
 
-  /** What a poll gave: the records, when they were acquired, and whether they are a carry. */
   type Record = ConsumerRecord[Array[Byte], Array[Byte]]
 
+  /** What a poll gave: the records, when they were acquired, and whether they are a carry. */
   final case class Polled(records: Seq[Record], acquiredAtNanos: Long, fromCarry: Boolean)
 
   /** How many times the broker delivered `record`, this time included (1 where the broker does not say). */

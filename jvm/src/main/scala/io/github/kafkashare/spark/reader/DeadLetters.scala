@@ -6,6 +6,7 @@ import java.util.concurrent.{ConcurrentHashMap, TimeUnit}
 
 import scala.util.control.NonFatal
 
+import io.github.kafkashare.spark.consumer.PooledShareConsumer
 import io.github.kafkashare.spark.errors.ShareSourceErrors
 import org.apache.kafka.clients.consumer.ConsumerRecord
 import org.apache.kafka.clients.producer.{KafkaProducer, ProducerRecord}
@@ -37,7 +38,7 @@ object DeadLetters {
       try {
         val sent = records.map { r =>
           val copy   = new ProducerRecord[Array[Byte], Array[Byte]](topic, null, r.timestamp, r.key, r.value, r.headers)
-          val origin = Seq(r.topic, r.partition.toString, r.offset.toString, RecordRows.deliveryCountOf(r).toString, groupId)
+          val origin = Seq(r.topic, r.partition.toString, r.offset.toString, PooledShareConsumer.deliveryCountOf(r).toString, groupId)
           OriginHeaders.zip(origin).foreach { case (k, v) => copy.headers.add(k, v.getBytes(UTF_8)) }
           producer.send(copy)
         }

@@ -98,7 +98,7 @@ private[reader] final class PinnedPolls(
       val polledAt = poll.acquiredAtNanos
       if (!poll.fromCarry) counters.acquired += poll.records.size
       // The poll's highest delivery count: below the limits (the usual case), no record needs a look for them.
-      val maxCount = poll.records.iterator.map(RecordRows.deliveryCountOf).maxOption.getOrElse(0)
+      val maxCount = poll.records.iterator.map(PooledShareConsumer.deliveryCountOf).maxOption.getOrElse(0)
       counters.maxDeliveryCount = math.max(counters.maxDeliveryCount, maxCount)
       val someOnLastAttempt = maxCount >= partition.deliveryLimit
       if (!poll.fromCarry && someOnLastAttempt) noteLastAttempts(poll.records)
@@ -119,7 +119,7 @@ private[reader] final class PinnedPolls(
         else (Seq.empty[Record], polled)
       val (poison, fresh) = partition.poison match {
         case Some(policy) if maxCount > policy.maxDeliveries =>
-          unpinned.partition(r => RecordRows.deliveryCountOf(r) > policy.maxDeliveries)
+          unpinned.partition(r => PooledShareConsumer.deliveryCountOf(r) > policy.maxDeliveries)
         case _ => (Seq.empty[Record], unpinned)
       }
       rejectPoison(poison)
@@ -168,7 +168,7 @@ private[reader] final class PinnedPolls(
       }
       val pinStart       = System.nanoTime
       val ordered        = inReplayOrder(kept)
-      val entry          = AcquisitionEntry.of(ordered.map(r => (r.topic, r.partition, r.offset, RecordRows.deliveryCountOf(r))))
+      val entry          = AcquisitionEntry.of(ordered.map(r => (r.topic, r.partition, r.offset, PooledShareConsumer.deliveryCountOf(r))))
       val (winner, ours) = partition.log.writeIfAbsent(partition.batch, partition.task, entry, part)
       pinNanos += System.nanoTime - pinStart
       pinned = ours
@@ -249,7 +249,7 @@ private[reader] final class PinnedPolls(
 
   // deliveryLimit is Int.MaxValue where no record is lost at the limit (a dead-letter topic) or the
   // limit is unknown: then no record is on its last attempt.
-  private def onLastAttempt(r: Record): Boolean = RecordRows.deliveryCountOf(r) >= partition.deliveryLimit
+  private def onLastAttempt(r: Record): Boolean = PooledShareConsumer.deliveryCountOf(r) >= partition.deliveryLimit
 
   private def noteLastAttempts(records: Seq[Record]): Unit = {
     val last = records.count(onLastAttempt)
@@ -262,7 +262,8 @@ private[reader] final class PinnedPolls(
 
   private def inReplayOrder(records: Seq[Record]): Seq[Record] = records.sorted(ReplayOrder)
 
-  private def withCounts(records: Seq[Record]): Iterator[(Record, Int)] = records.iterator.map(r => r -> RecordRows.deliveryCountOf(r))
+  private def withCounts(records: Seq[Record]): Iterator[(Record, Int)] =
+    records.iterator.map(r => r -> PooledShareConsumer.deliveryCountOf(r))
 
   /** Sends the last acknowledgements, waiting for the answer, and gives the consumer back. */
   private def finish(polledAt: Long): Unit = {

@@ -1,6 +1,5 @@
 package io.github.kafkashare.spark.reader
 
-import io.github.kafkashare.spark.consumer.PooledShareConsumer
 import org.apache.kafka.clients.consumer.ConsumerRecord
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.GenericInternalRow
@@ -30,6 +29,4 @@ object RecordRows {
     }
     new GenericInternalRow(values)
   }
-
-  def deliveryCountOf(record: ConsumerRecord[_, _]): Int = PooledShareConsumer.deliveryCountOf(record)
 }

@@ -67,6 +67,4 @@ object CheckpointStore {
     stores.computeIfAbsent(key, _ => if (scheme == "file") LocalCheckpointStore else HadoopCheckpointStore(path, conf))
   }
 
-  /** Stores made in this JVM so far, for tests that check none is made per batch. */
-  def made: Int = stores.size
 }
