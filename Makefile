@@ -26,21 +26,16 @@ JVM_SOURCES     := build.sbt versions.properties project/plugins.sbt $(shell fin
 HARNESS_SOURCES := build.sbt versions.properties $(shell find tests/harness/src -type f 2>/dev/null)
 PY_SOURCES      := python/pyproject.toml python/README.md LICENSE NOTICE $(shell find $(PKG) -name '*.py' -o -name py.typed -o -name options_spec.json 2>/dev/null | grep -v _version.py)
 
-.PHONY: demo test test-jvm test-python test-compat python-test-inputs typecheck lint format build wheel publish bench bench-scaling bench-latency bench-profile bench-cost metrics-picture backlog-picture chaos crash-series longrun clean
+.PHONY: demo test test-jvm test-python test-compat typecheck lint format build wheel publish bench bench-scaling bench-latency bench-profile bench-cost metrics-picture backlog-picture chaos crash-series longrun clean
 
 demo: $(VENV)/installed-wheel
 	$(PY) python/examples/demo.py
 
-# Scala first (unit and integration suites, one sbt start that also builds the jar), then Python on the
-# newest Spark and the compatibility subset on the oldest supported Spark side by side: both mostly wait
-# (JVM starts, batches, lock expiry, killed drivers; a sequential `.ci/run` kept the two cores a quarter
-# busy), so together they take about as long as the longer one. What both need is built first, by one
-# make; each suite's output is printed when it ends.
+# Scala first (unit and integration suites, one sbt start that also builds the jar), then Python,
+# then a compatibility subset on the oldest supported Spark.
 test:
 	@mkdir -p target && : > target/test-timings.txt
-	@$(MAKE) --no-print-directory timed-test-jvm
-	@$(MAKE) --no-print-directory python-test-inputs
-	@$(MAKE) --no-print-directory -j2 --output-sync=target timed-test-python timed-test-compat
+	@$(MAKE) --no-print-directory timed-test-jvm timed-test-python timed-test-compat
 	@echo "make test: minutes per suite (target/test-timings.txt)"; cat target/test-timings.txt
 
 # Runs the target after `timed-` and notes its wall-clock time in target/test-timings.txt.
@@ -55,10 +50,6 @@ test-jvm:
 	@touch $(MAVEN_REPO)
 
 # Two workers: most of a Spark test's time is spent waiting (JVM start, batches, lock expiry).
-# What test-python and test-compat need, built before they run side by side (two makes must not build one file).
-python-test-inputs: $(VENV)/installed-wheel $(VENV)/installed-tools target/bench/tools.classpath $(S3_JARS) $(GCS) $(MAVEN_REPO) \
-	$(VENV_OLDEST)/installed-wheel $(DELTA_JARS)
-
 test-python: $(VENV)/installed-wheel $(VENV)/installed-tools target/bench/tools.classpath $(S3_JARS) $(GCS) $(MAVEN_REPO) typecheck lint
 	$(PY) -m pytest -n 2 --dist loadgroup --durations=20 tests/python --ignore=tests/python/test_delta_sink.py
 
