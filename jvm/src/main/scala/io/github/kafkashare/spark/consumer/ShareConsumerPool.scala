@@ -215,7 +215,7 @@ final class ShareConsumerPool(clock: Clock, open: ConsumerKey => PooledShareCons
       // remove() fails when a borrower took it meanwhile: then it is theirs, not ours.
       val collected = fetching.filter(queue.remove).map { c =>
         try {
-          val n = c.collectFetchedWhileIdle(alsoBuffered = key.renewIdle)
+          val n = c.collectFetchedWhileIdle(alsoBuffered = buffered(c))
           queue.addFirst(c)
           n
         } catch {
