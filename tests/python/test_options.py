@@ -26,12 +26,10 @@ def test_to_dict_gives_the_source_option_names() -> None:
         "kafka.share.group.id": "g",
         "subscribe": "a,b",
         "kafka.share.exactly.once.strategy": "two-phase-commit",
-        "kafka.share.acknowledgment.mode": "implicit",
         "kafka.share.parallelism": "4",
         "maxRecordsPerTrigger": "1000",
         "startingOffsets": "earliest",
         "includeHeaders": "true",
-        "failOnDataLoss": "true",
         "kafka.security.protocol": "SASL_SSL",
     }
     assert all(isinstance(v, str) for v in opts.to_dict().values())
@@ -130,3 +128,19 @@ def test_starting_offsets_is_passed_only_when_set() -> None:
     assert "startingOffsets" not in unset
     earliest = KafkaShareOptions(bootstrap_servers="b:9092", group_id="g", subscribe=["a"], starting_offsets="earliest")
     assert earliest.to_dict()["startingOffsets"] == "earliest"
+
+
+def test_only_the_options_set_are_sent_so_the_source_keeps_its_defaults() -> None:
+    """A default lives in the connector's declaration only: the builder has no default of its own (every
+    optional field is None), and sends nothing it was not given. False and 0 are values, and are sent."""
+    required = {"bootstrap_servers", "group_id"}
+    for f in dataclasses.fields(KafkaShareOptions):
+        if f.name not in required and f.name != "kafka":
+            assert f.default is None, f"{f.name} has a default of its own ({f.default!r}), not the connector's"
+    minimal = KafkaShareOptions(bootstrap_servers="b:9092", group_id="g", subscribe=["a"]).to_dict()
+    assert minimal == {"kafka.bootstrap.servers": "b:9092", "kafka.share.group.id": "g", "subscribe": "a"}
+    explicit_defaults = KafkaShareOptions(
+        bootstrap_servers="b:9092", group_id="g", subscribe=["a"], include_headers=False, fail_on_data_loss=True, strategy="none"
+    ).to_dict()
+    assert explicit_defaults["includeHeaders"] == "false" and explicit_defaults["failOnDataLoss"] == "true"
+    assert explicit_defaults["kafka.share.exactly.once.strategy"] == "none"

@@ -55,14 +55,19 @@ def _check(name: str, value: object) -> None:
 
 @dataclass(frozen=True)
 class KafkaShareOptions:
-    """The kafka-share source's options; docs/options.md explains each one."""
+    """The kafka-share source's options; docs/options.md explains each one.
+
+    A field left at None is not sent: the source applies its own default (docs/options.md), so a default
+    changed in the connector reaches Python users too. ``to_dict`` holds only what was set here."""
 
     bootstrap_servers: str
     group_id: str
     subscribe: Optional[Sequence[str]] = None
     subscribe_pattern: Optional[str] = None
-    strategy: Strategy = "none"
-    acknowledgment_mode: AcknowledgmentMode = "implicit"
+    strategy: Optional[Strategy] = None
+    """None: the source's default, 'none' (at least once)."""
+    acknowledgment_mode: Optional[AcknowledgmentMode] = None
+    """None: the source's default, 'implicit'."""
     acknowledgment_default: Optional[DefaultDecision] = None
     """Explicit mode: the decision for records foreachBatch did not decide on (the source's default: accept)."""
     max_deliveries: Optional[int] = None
@@ -73,14 +78,14 @@ class KafkaShareOptions:
     """Kafka 4.4+ (share.version=2): the broker's dead-letter queue of the group gets rejected and exhausted records."""
     parallelism: Optional[int] = None
     lock_timeout_ms: Optional[int] = None
-    include_headers: bool = False
+    include_headers: Optional[bool] = None
     max_records_per_trigger: Optional[int] = None
     starting_offsets: Optional[StartingOffsets] = None
     """Where a group with no state starts; None leaves the group's share.auto.offset.reset (broker default: latest)."""
     poll_timeout_ms: Optional[int] = None
     read_duration_ms: Optional[int] = None
     """How long a read task keeps polling while there is a backlog (0: one poll per task)."""
-    fail_on_data_loss: bool = True
+    fail_on_data_loss: Optional[bool] = None
     kafka: Mapping[str, str] = field(default_factory=dict)
     """Other Kafka client settings (security, fetch sizes), without the ``kafka.`` prefix."""
 

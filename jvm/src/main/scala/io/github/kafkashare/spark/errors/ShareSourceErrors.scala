@@ -156,6 +156,17 @@ object ShareSourceErrors {
   def corruptLog(path: String, detail: String): ShareSourceException =
     error("KAFKA_SHARE_CHECKPOINT_DAMAGED.CORRUPT_LOG", "path" -> path, "detail" -> detail)
 
+  def newerLogFormat(path: String, kind: String, version: Int, writer: String, newest: Int): ShareSourceException =
+    error(
+      "KAFKA_SHARE_CHECKPOINT_DAMAGED.NEWER_LOG_FORMAT",
+      "path"    -> path,
+      "kind"    -> kind,
+      "version" -> version,
+      "writer"  -> writer,
+      "newest"  -> newest,
+      "ours"    -> io.github.kafkashare.spark.ConnectorInfo.version
+    )
+
   def unsupportedOffsetVersion(version: Int, json: String): ShareSourceException =
     error(
       "KAFKA_SHARE_CHECKPOINT_DAMAGED.UNSUPPORTED_OFFSET_VERSION",

@@ -6,68 +6,82 @@ import org.apache.spark.sql.connector.metric.{CustomMetric, CustomSumMetric, Cus
 import org.apache.spark.util.LongAccumulator
 
 /**
- * The source's SQL UI metrics, one per counter the read tasks keep. Spark instantiates them by class
- * name on the driver, so each is a class with no constructor arguments.
+ * A SQL UI metric summed over the tasks. Spark keeps the class name and, to aggregate, creates the
+ * class again through its no-argument constructor and calls only `aggregateTaskMetrics`: so one class
+ * per way of aggregating is enough, and the name and description come from the declaration.
  */
-abstract class ShareSumMetric(override val name: String, override val description: String) extends CustomSumMetric
+class SumOverTasks(metricName: String, metricDescription: String) extends CustomSumMetric {
+  def this() = this("", "")
+  override def name(): String        = metricName
+  override def description(): String = metricDescription
+}
 
-/** The largest value over the tasks (delivery count, share of the lock used). */
-abstract class ShareMaxMetric(override val name: String, override val description: String) extends CustomMetric {
+/** A SQL UI metric that shows the largest value over the tasks (delivery count, share of the lock used). */
+class MaxOverTasks(metricName: String, metricDescription: String) extends CustomMetric {
+  def this() = this("", "")
+  override def name(): String                                    = metricName
+  override def description(): String                             = metricDescription
   override def aggregateTaskMetrics(values: Array[Long]): String = if (values.isEmpty) "0" else values.max.toString
 }
 
-class RecordsAcquiredMetric extends ShareSumMetric(ShareSourceMetrics.Acquired, "records acquired from the share group")
-class RecordsAcceptedMetric extends ShareSumMetric(ShareSourceMetrics.Accepted, "records ACCEPTed")
-class RecordsReleasedMetric
-    extends ShareSumMetric(ShareSourceMetrics.Released, "records RELEASEd (not pinned: a failed, lost or limited read)")
-class RecordsReplayedMetric
-    extends ShareSumMetric(ShareSourceMetrics.Replayed, "records re-read from the acquisition log (retries, re-runs, second actions)")
-class RecordsRejectedMetric extends ShareSumMetric(ShareSourceMetrics.Rejected, "records REJECTed (poison records, explicit decisions)")
-class RedeliveriesDroppedMetric
-    extends ShareSumMetric(ShareSourceMetrics.Dropped, "redeliveries of pinned records dropped (exactly-once strategies)")
-class MaxDeliveryCountMetric extends ShareMaxMetric(ShareSourceMetrics.MaxDeliveryCount, "highest delivery count seen")
-class LastDeliveryMetric extends ShareSumMetric(
-      ShareSourceMetrics.AtLastDelivery,
-      "records acquired on their last delivery attempt (share.delivery.count.limit): one more failure and the broker archives them"
-    )
-class ConsumersCreatedMetric
-    extends ShareSumMetric(ShareSourceMetrics.ConsumersCreated, "share consumers created (0 in steady state: the pool reuses them)")
-class LockUsedPercentMetric
-    extends ShareMaxMetric(ShareSourceMetrics.LockUsedPercent, "share of the lock duration the slowest task held records (%)")
+/**
+ * One metric of the source, declared once: the SQL UI list, the task values, the query totals and the
+ * docs' table all derive from [[ShareSourceMetrics.declared]].
+ *
+ * @param largest      the largest over the tasks, not their sum
+ * @param queryTotal   also a running total in query progress, as `<name>Total`
+ * @param driver       a driver metric (one value per batch), not a task's
+ */
+final case class MetricDeclaration(name: String, description: String, largest: Boolean, queryTotal: Boolean, driver: Boolean) {
+  def totalName: String = s"${name}Total"
 
-/** A driver metric (Scan.reportDriverMetrics): one value per batch, the backlog when it was planned. */
-final class BacklogMetric
-    extends ShareMaxMetric(
-      ShareSourceMetrics.Backlog,
-      "records available to the share group when the batch was planned (the broker's own lag from Kafka 4.2)"
-    )
+  def newMetric: CustomMetric = if (largest) new MaxOverTasks(name, description) else new SumOverTasks(name, description)
+}
 
 object ShareSourceMetrics {
-  val Acquired         = "recordsAcquired"
-  val Accepted         = "recordsAccepted"
-  val Released         = "recordsReleased"
-  val Replayed         = "recordsReplayed"
-  val Dropped          = "redeliveriesDropped"
-  val Rejected         = "recordsRejected"
-  val MaxDeliveryCount = "maxDeliveryCount"
-  val LockUsedPercent  = "lockUsedPercent"
-  val ConsumersCreated = "consumersCreated"
-  val AtLastDelivery   = "recordsAtLastDelivery"
-  val Backlog          = "backlogRecords"
+  private def sum(name: String, description: String) =
+    MetricDeclaration(name, description, largest = false, queryTotal = true, driver = false)
+  private def max(name: String, description: String) =
+    MetricDeclaration(name, description, largest = true, queryTotal = false, driver = false)
 
-  val supported: Array[CustomMetric] = Array(
-    new RecordsAcquiredMetric,
-    new RecordsAcceptedMetric,
-    new RecordsReleasedMetric,
-    new RecordsReplayedMetric,
-    new RecordsRejectedMetric,
-    new RedeliveriesDroppedMetric,
-    new MaxDeliveryCountMetric,
-    new LockUsedPercentMetric,
-    new ConsumersCreatedMetric,
-    new LastDeliveryMetric,
-    new BacklogMetric
+  val Acquired         = sum("recordsAcquired", "records acquired from the share group")
+  val Accepted         = sum("recordsAccepted", "records ACCEPTed")
+  val Released         = sum("recordsReleased", "records RELEASEd (not pinned: a failed, lost or limited read)")
+  val Replayed         = sum("recordsReplayed", "records re-read from the acquisition log (retries, re-runs, second actions)")
+  val Rejected         = sum("recordsRejected", "records REJECTed (poison records, explicit decisions)")
+  val Dropped          = sum("redeliveriesDropped", "redeliveries of pinned records dropped (exactly-once strategies)")
+  val MaxDeliveryCount = max("maxDeliveryCount", "highest delivery count seen")
+  val LockUsedPercent  = max("lockUsedPercent", "share of the lock duration the slowest task held records (%)")
+  val ConsumersCreated = sum("consumersCreated", "share consumers created (0 in steady state: the pool reuses them)")
+  val AtLastDelivery = sum(
+    "recordsAtLastDelivery",
+    "records acquired on their last delivery attempt (share.delivery.count.limit): one more failure and the broker archives them"
   )
+
+  /** Scan.reportDriverMetrics: one value per batch, the backlog when it was planned. */
+  val Backlog =
+    max("backlogRecords", "records available to the share group when the batch was planned (the broker's own lag from Kafka 4.2)")
+      .copy(driver = true)
+
+  val declared: Seq[MetricDeclaration] =
+    Seq(
+      Acquired,
+      Accepted,
+      Released,
+      Replayed,
+      Rejected,
+      Dropped,
+      MaxDeliveryCount,
+      LockUsedPercent,
+      ConsumersCreated,
+      AtLastDelivery,
+      Backlog
+    )
+
+  /** What the read tasks report, in the order of [[declared]]. */
+  val ofTasks: IndexedSeq[MetricDeclaration] = declared.filterNot(_.driver).toIndexedSeq
+
+  def supported: Array[CustomMetric] = declared.map(_.newMetric).toArray
 
   def taskMetric(metricName: String, metricValue: Long): CustomTaskMetric = new CustomTaskMetric {
     override def name(): String = metricName
@@ -80,28 +94,13 @@ object ShareSourceMetrics {
  * the driver reads them. A retried task counts again.
  */
 final class QueryTotals(spark: org.apache.spark.SparkContext) extends Serializable {
-  val acquired: LongAccumulator         = spark.longAccumulator("kafka-share records acquired")
-  val accepted: LongAccumulator         = spark.longAccumulator("kafka-share records accepted")
-  val released: LongAccumulator         = spark.longAccumulator("kafka-share records released")
-  val replayed: LongAccumulator         = spark.longAccumulator("kafka-share records replayed")
-  val dropped: LongAccumulator          = spark.longAccumulator("kafka-share redeliveries dropped")
-  val rejected: LongAccumulator         = spark.longAccumulator("kafka-share records rejected")
-  val consumersCreated: LongAccumulator = spark.longAccumulator("kafka-share consumers created")
-  val atLastDelivery: LongAccumulator   = spark.longAccumulator("kafka-share records on their last delivery attempt")
+  private val accumulators: Map[String, LongAccumulator] =
+    ShareSourceMetrics.ofTasks.filter(_.queryTotal).map(m => m.name -> spark.longAccumulator(s"kafka-share ${m.description}")).toMap
 
-  def asMetrics: Map[String, String] = {
-    import ShareSourceMetrics._
-    Map(
-      s"${Acquired}Total"         -> acquired.sum,
-      s"${Accepted}Total"         -> accepted.sum,
-      s"${Released}Total"         -> released.sum,
-      s"${Replayed}Total"         -> replayed.sum,
-      s"${Dropped}Total"          -> dropped.sum,
-      s"${Rejected}Total"         -> rejected.sum,
-      s"${ConsumersCreated}Total" -> consumersCreated.sum,
-      s"${AtLastDelivery}Total"   -> atLastDelivery.sum
-    ).map { case (k, v) => k -> v.toString }
-  }
+  def apply(metric: MetricDeclaration): LongAccumulator = accumulators(metric.name)
+
+  def asMetrics: Map[String, String] =
+    ShareSourceMetrics.ofTasks.filter(_.queryTotal).map(m => m.totalName -> accumulators(m.name).sum.toString).toMap
 
   def inTransit: QueryTotalsInTransit = new QueryTotalsInTransit(this)
 }
@@ -131,30 +130,27 @@ final class QueryTotalsInTransit(totals: QueryTotals) extends Serializable {
   }
 }
 
-/** Counters of one read task. */
+/** Counters of one read task, one per [[ShareSourceMetrics.ofTasks]]. */
 final class TaskCounters {
-  var acquired, accepted, released, replayed, dropped, rejected, maxDeliveryCount, lockUsedPercent, consumersCreated, atLastDelivery = 0L
+  private val values = new Array[Long](ShareSourceMetrics.ofTasks.size)
+  private def index(metric: MetricDeclaration): Int = {
+    val i = ShareSourceMetrics.ofTasks.indexOf(metric)
+    require(i >= 0, s"${metric.name} is not a task metric")
+    i
+  }
+
+  def apply(metric: MetricDeclaration): Long = values(index(metric))
+
+  /** Adds to a summed metric; a metric of the largest value keeps the larger of the two. */
+  def add(metric: MetricDeclaration, n: Long): Unit = {
+    val i = index(metric)
+    values(i) = if (metric.largest) math.max(values(i), n) else values(i) + n
+  }
 
   /** Adds this task's counts to the query totals, once, when the task's reader closes. */
-  def addTo(totals: QueryTotals): Unit = {
-    totals.acquired.add(acquired); totals.accepted.add(accepted); totals.released.add(released)
-    totals.replayed.add(replayed); totals.dropped.add(dropped); totals.rejected.add(rejected)
-    totals.consumersCreated.add(consumersCreated); totals.atLastDelivery.add(atLastDelivery)
-  }
+  def addTo(totals: QueryTotals): Unit =
+    ShareSourceMetrics.ofTasks.filter(_.queryTotal).foreach(m => totals(m).add(apply(m)))
 
-  def toTaskMetrics: Array[CustomTaskMetric] = {
-    import ShareSourceMetrics._
-    Array(
-      taskMetric(Acquired, acquired),
-      taskMetric(Accepted, accepted),
-      taskMetric(Released, released),
-      taskMetric(Replayed, replayed),
-      taskMetric(Rejected, rejected),
-      taskMetric(Dropped, dropped),
-      taskMetric(MaxDeliveryCount, maxDeliveryCount),
-      taskMetric(LockUsedPercent, lockUsedPercent),
-      taskMetric(ConsumersCreated, consumersCreated),
-      taskMetric(AtLastDelivery, atLastDelivery)
-    )
-  }
+  def toTaskMetrics: Array[CustomTaskMetric] =
+    ShareSourceMetrics.ofTasks.map(m => ShareSourceMetrics.taskMetric(m.name, apply(m))).toArray
 }

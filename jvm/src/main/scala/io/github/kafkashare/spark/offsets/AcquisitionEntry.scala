@@ -13,7 +13,7 @@ final case class AcquiredRun(topic: String, partition: Int, first: Long, last: L
  *
  * Text format, one file per (batch, task):
  * {{{
- *   kafka-share acquisitions v1
+ *   kafka-share acquisitions v1 by 0.1.0
  *   orders 0 0-99:1 120-130:2
  *   orders 1 7-7:1
  * }}}
@@ -33,12 +33,12 @@ final case class AcquisitionEntry(runs: Seq[AcquiredRun]) {
     val lines = runs.groupBy(r => (r.topic, r.partition)).toSeq.sortBy(_._1).map { case ((topic, partition), rs) =>
       (Seq(topic, partition.toString) ++ rs.sortBy(_.first).map(r => s"${r.first}-${r.last}:${r.deliveryCount}")).mkString(" ")
     }
-    (AcquisitionEntry.Header +: lines).mkString("", "\n", "\n")
+    (AcquisitionEntry.Header.line +: lines).mkString("", "\n", "\n")
   }
 }
 
 object AcquisitionEntry {
-  val Header = "kafka-share acquisitions v1"
+  val Header: LogHeader = LogHeader("acquisitions", 1)
 
   val empty: AcquisitionEntry = AcquisitionEntry(Nil)
 
@@ -78,18 +78,17 @@ object AcquisitionEntry {
 
   def parse(text: String, path: String): AcquisitionEntry = {
     val lines = text.split("\n").toSeq.filter(_.nonEmpty)
-    if (lines.isEmpty) throw ShareSourceErrors.corruptLog(path, "the file is empty")
-    if (lines.head != Header)
-      throw ShareSourceErrors.corruptLog(path, s"the first line is '${lines.head.take(60)}', expected '$Header'")
+    Header.check(lines.headOption, path)
     AcquisitionEntry(lines.tail.flatMap { line =>
       line.split(" ").toSeq match {
         case topic +: partition +: runs if runs.nonEmpty =>
-          runs.map { run =>
-            run match {
-              case AcquisitionEntry.RunFormat(first, last, count) =>
-                AcquiredRun(topic, partition.toInt, first.toLong, last.toLong, count.toInt)
-              case _ => throw ShareSourceErrors.corruptLog(path, s"'$run' is not first-last:deliveryCount")
-            }
+          val p = LogHeader.int(partition, path, line)
+          runs.map {
+            case run @ AcquisitionEntry.RunFormat(first, last, count) =>
+              val (from, to) = (LogHeader.long(first, path, line), LogHeader.long(last, path, line))
+              if (from > to) throw ShareSourceErrors.corruptLog(path, s"'$run' ends before it starts")
+              AcquiredRun(topic, p, from, to, LogHeader.int(count, path, line))
+            case run => throw ShareSourceErrors.corruptLog(path, s"'$run' is not first-last:deliveryCount")
           }
         case _ => throw ShareSourceErrors.corruptLog(path, s"the line '${line.take(80)}' is not 'topic partition runs...'")
       }

@@ -11,7 +11,7 @@ import org.apache.hadoop.fs.Path
  * `decisions/<batch>/_manifest` naming the files of the call that counts (the last one: a batch that
  * runs again after a failure decides again) and the records it RELEASEd, as offset ranges.
  *
- * A data file: the line `kafka-share decisions v1`, then `<a|r|j> <topic> <partition> <offset>` per
+ * A data file: the line `kafka-share decisions v1 by <connector version>` ([[LogHeader]]), then `<a|r|j> <topic> <partition> <offset>` per
  * record (accept, release, reject). Topic names have no spaces.
  */
 final class DecisionLog(checkpointDir: String, hadoopConf: SerializableHadoopConf) extends Serializable {
@@ -24,7 +24,7 @@ final class DecisionLog(checkpointDir: String, hadoopConf: SerializableHadoopCon
 
   /** Writes one task's decisions; returns the file name for the manifest. */
   def writeFile(batch: Long, name: String, decisions: Iterator[(Decision, String, Int, Long)]): String = {
-    val text = new StringBuilder(DataHeader).append('\n')
+    val text = new StringBuilder(DataHeader.line).append('\n')
     decisions.foreach { case (d, t, p, o) =>
       text.append(codes(d)).append(' ').append(t).append(' ').append(p).append(' ').append(o).append('\n')
     }
@@ -35,7 +35,7 @@ final class DecisionLog(checkpointDir: String, hadoopConf: SerializableHadoopCon
 
   /** Makes these files the batch's decisions, replacing an earlier call's. */
   def writeManifest(batch: Long, files: Seq[String], released: TopicPartitionRanges): Unit = {
-    val text = new StringBuilder(ManifestHeader).append('\n')
+    val text = new StringBuilder(ManifestHeader.line).append('\n')
     files.foreach(f => text.append("file ").append(f).append('\n'))
     released.byPartition.toSeq.sortBy(_._1).foreach { case ((t, p), ranges) =>
       ranges.ranges.foreach(r => text.append(s"released $t $p ${r.first} ${r.last}\n"))
@@ -50,11 +50,11 @@ final class DecisionLog(checkpointDir: String, hadoopConf: SerializableHadoopCon
         val path = new Path(batchDir(batch), name)
         val lines =
           readText(path).getOrElse(throw ShareSourceErrors.corruptLog(path.toString, "named by the manifest, missing")).split('\n')
-        if (lines.headOption.forall(_ != DataHeader)) throw ShareSourceErrors.corruptLog(path.toString, s"expected '$DataHeader' first")
+        DataHeader.check(lines.headOption.filter(_.nonEmpty), path.toString)
         lines.iterator.drop(1).filter(_.nonEmpty).map { line =>
           line.split(' ') match {
-            case Array(code, t, p, o) if decodes.contains(code) && p.toIntOption.nonEmpty && o.toLongOption.nonEmpty =>
-              (t, p.toInt, o.toLong) -> decodes(code)
+            case Array(code, t, p, o) if decodes.contains(code) =>
+              (t, LogHeader.int(p, path.toString, line), LogHeader.long(o, path.toString, line)) -> decodes(code)
             case _ => throw ShareSourceErrors.corruptLog(path.toString, s"cannot read the line '$line'")
           }
         }
@@ -78,14 +78,16 @@ final class DecisionLog(checkpointDir: String, hadoopConf: SerializableHadoopCon
     val path = new Path(batchDir(batch), ManifestName)
     readText(path).map { text =>
       val lines = text.split('\n').toSeq
-      if (lines.headOption.forall(_ != ManifestHeader))
-        throw ShareSourceErrors.corruptLog(path.toString, s"expected '$ManifestHeader' first")
+      ManifestHeader.check(lines.headOption.filter(_.nonEmpty), path.toString)
       val files = lines.collect { case l if l.startsWith("file ") => l.stripPrefix("file ") }
       val released = lines.collect {
         case l if l.startsWith("released ") =>
           l.split(' ') match {
-            case Array(_, t, p, first, last) => (t, p.toInt) -> OffsetRanges(Seq(OffsetRange(first.toLong, last.toLong)))
-            case _                           => throw ShareSourceErrors.corruptLog(path.toString, s"cannot read the line '$l'")
+            case Array(_, t, p, first, last) =>
+              def long(n: String) = LogHeader.long(n, path.toString, l)
+              if (long(first) > long(last)) throw ShareSourceErrors.corruptLog(path.toString, s"the range in '$l' ends before it starts")
+              (t, LogHeader.int(p, path.toString, l)) -> OffsetRanges(Seq(OffsetRange(long(first), long(last))))
+            case _ => throw ShareSourceErrors.corruptLog(path.toString, s"cannot read the line '$l'")
           }
       }
       files -> released.foldLeft(TopicPartitionRanges.empty)((acc, e) => acc.union(TopicPartitionRanges(Map(e))))
@@ -96,9 +98,9 @@ final class DecisionLog(checkpointDir: String, hadoopConf: SerializableHadoopCon
 }
 
 object DecisionLog {
-  val DataHeader     = "kafka-share decisions v1"
-  val ManifestHeader = "kafka-share decision manifest v1"
-  val ManifestName   = "_manifest"
+  val DataHeader: LogHeader     = LogHeader("decisions", 1)
+  val ManifestHeader: LogHeader = LogHeader("decision manifest", 1)
+  val ManifestName              = "_manifest"
 
   private val codes: Map[Decision, String]   = Map(Decision.Accept -> "a", Decision.Release -> "r", Decision.Reject -> "j")
   private val decodes: Map[String, Decision] = codes.map(_.swap)

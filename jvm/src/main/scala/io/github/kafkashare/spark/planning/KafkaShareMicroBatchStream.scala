@@ -8,7 +8,7 @@ import scala.util.control.NonFatal
 import io.github.kafkashare.spark.ack.ExplicitQueries
 import io.github.kafkashare.spark.consumer.{ConsumerKey, ShareConsumerPool}
 import io.github.kafkashare.spark.errors.ShareSourceErrors
-import io.github.kafkashare.spark.metrics.{Backlog, QueryTotals}
+import io.github.kafkashare.spark.metrics.{Backlog, QueryTotals, ShareSourceMetrics}
 import io.github.kafkashare.spark.offsets._
 import io.github.kafkashare.spark.offsets.store.CheckpointStore
 import io.github.kafkashare.spark.options.{AcknowledgmentMode, ShareSourceOptions}
@@ -192,11 +192,11 @@ final class KafkaShareMicroBatchStream(
 
   /** Records read on their last delivery attempt since the last call: the driver log says it too. */
   private def warnOfLastAttempts(): Unit = {
-    val seen = totals.atLastDelivery.sum
+    val seen = totals(ShareSourceMetrics.AtLastDelivery).sum
     if (seen > lastAttemptsSaid)
       logWarning(s"kafka-share: ${seen - lastAttemptsSaid} record(s) were read on their last delivery attempt " +
         s"(the group's delivery count limit is ${deliveryLimit.getOrElse("-")}): ${ShareSourceErrors.LastAttemptAdvice}. " +
-        "Metric: recordsAtLastDeliveryTotal")
+        s"Metric: ${ShareSourceMetrics.AtLastDelivery.totalName}")
     lastAttemptsSaid = seen
   }
 

@@ -49,7 +49,7 @@ final class KafkaShareScan(options: ShareSourceOptions) extends Scan {
 
   // The SQL tab's scan node shows it per batch (Spark 4.1 and later post driver metrics of micro-batch scans).
   override def reportDriverMetrics(): Array[CustomTaskMetric] =
-    stream.map(s => Array(ShareSourceMetrics.taskMetric(ShareSourceMetrics.Backlog, s.backlogAtPlanning))).getOrElse(Array.empty)
+    stream.map(s => Array(ShareSourceMetrics.taskMetric(ShareSourceMetrics.Backlog.name, s.backlogAtPlanning))).getOrElse(Array.empty)
 }
 
 object KafkaShareTable {

@@ -2,7 +2,7 @@ package io.github.kafkashare.spark.reader
 
 import io.github.kafkashare.spark.ack.CommitWatcher
 import io.github.kafkashare.spark.consumer.PooledShareConsumer
-import io.github.kafkashare.spark.metrics.TaskCounters
+import io.github.kafkashare.spark.metrics.{ShareSourceMetrics => Metrics, TaskCounters}
 import io.github.kafkashare.spark.offsets.AcquisitionEntry
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.connector.metric.CustomTaskMetric
@@ -24,7 +24,8 @@ final class KafkaSharePartitionReader(partition: KafkaShareInputPartition) exten
   // Held batches are acknowledged after the task that acquired them ended; the next task here reports it.
   locally {
     val late = CommitWatcher.takeCounts(partition.consumerKey)
-    counters.accepted += late.accepted; counters.released += late.released; counters.rejected += late.rejected
+    counters.add(Metrics.Accepted, late.accepted); counters.add(Metrics.Released, late.released)
+    counters.add(Metrics.Rejected, late.rejected)
   }
   private var acquisition: Option[PinnedPolls] = None
   private var replay: Option[ReplayFetcher]    = None
@@ -58,7 +59,7 @@ final class KafkaSharePartitionReader(partition: KafkaShareInputPartition) exten
     val parts: Seq[AcquisitionEntry] = partition.log.sealTask(partition.batch, partition.task)
     val fetcher                      = new ReplayFetcher(parts, partition.consumerKey.params, partition.failOnDataLoss)
     replay = Some(fetcher)
-    fetcher.map { record => counters.replayed += 1; record }
+    fetcher.map { record => counters.add(Metrics.Replayed, 1); record }
   }
 }
 

@@ -6,7 +6,7 @@ import scala.util.control.NonFatal
 import io.github.kafkashare.spark.ack.CommitWatcher
 import io.github.kafkashare.spark.consumer.{PooledShareConsumer, ShareConsumerPool}
 import io.github.kafkashare.spark.errors.ShareSourceErrors
-import io.github.kafkashare.spark.metrics.TaskCounters
+import io.github.kafkashare.spark.metrics.{ShareSourceMetrics => Metrics, TaskCounters}
 import io.github.kafkashare.spark.offsets.{AcquisitionEntry, TopicPartitionRanges}
 import org.apache.hadoop.fs.Path
 import org.apache.kafka.clients.consumer.AcknowledgeType
@@ -56,7 +56,7 @@ private[reader] final class PinnedPolls(
   private var consumer: PooledShareConsumer = ShareConsumerPool.borrow(partition.consumerKey)
   ShareConsumerPool.watch(partition.consumerKey, partition.markers)
   consumer.lastDeliveryAttempt = partition.deliveryLimit
-  if (consumer.newlyCreated) counters.consumersCreated += 1
+  if (consumer.newlyCreated) counters.add(Metrics.ConsumersCreated, 1)
   private var part     = 0
   private var emitted  = 0L
   private var ownParts = TopicPartitionRanges.empty
@@ -96,10 +96,10 @@ private[reader] final class PinnedPolls(
       val poll      = consumer.poll(partition.topics, timeoutMs)
       polls += 1; pollNanos += System.nanoTime - pollStart
       val polledAt = poll.acquiredAtNanos
-      if (!poll.fromCarry) counters.acquired += poll.records.size
+      if (!poll.fromCarry) counters.add(Metrics.Acquired, poll.records.size)
       // The poll's highest delivery count: below the limits (the usual case), no record needs a look for them.
       val maxCount = poll.records.iterator.map(PooledShareConsumer.deliveryCountOf).maxOption.getOrElse(0)
-      counters.maxDeliveryCount = math.max(counters.maxDeliveryCount, maxCount)
+      counters.add(Metrics.MaxDeliveryCount, maxCount)
       val someOnLastAttempt = maxCount >= partition.deliveryLimit
       if (!poll.fromCarry && someOnLastAttempt) noteLastAttempts(poll.records)
 
@@ -111,7 +111,7 @@ private[reader] final class PinnedPolls(
           "pin (was this JVM paused?); giving them back to the group" +
           (if (lastAttempt.nonEmpty) s" (keeping ${lastAttempt.size} on their last delivery attempt)" else ""))
         consumer.acknowledge(giveBack, AcknowledgeType.RELEASE)
-        counters.released += giveBack.size
+        counters.add(Metrics.Released, giveBack.size)
         lastAttempt
       }
       val (redelivered, unpinned) =
@@ -132,8 +132,8 @@ private[reader] final class PinnedPolls(
         others.splitAt((partition.maxRecords - emitted - lastChance.size).max(0L).min(Int.MaxValue).toInt)
       val keptAtFirstCheck = lastChance ++ withinShare
       consumer.acknowledge(redelivered, AcknowledgeType.ACCEPT)
-      counters.dropped += redelivered.size
-      counters.accepted += redelivered.size
+      counters.add(Metrics.Dropped, redelivered.size)
+      counters.add(Metrics.Accepted, redelivered.size)
       consumer.carry(overLimit, polledAt)
       // A small poll of redelivered records is no sign of a quiet stream: brokers after 4.1 (4.3 and 4.4
       // do) hand out records past half the delivery count limit in ever smaller batches, and those on
@@ -159,7 +159,7 @@ private[reader] final class PinnedPolls(
           s"${lockAgeMs(polledAt)} ms ago are too close to the end of their ${partition.lockDurationMs} ms lock to pin " +
           "after the checks before pinning; giving them back to the group")
         consumer.acknowledge(giveBack, AcknowledgeType.RELEASE)
-        counters.released += giveBack.size
+        counters.add(Metrics.Released, giveBack.size)
         lastAttempt
       }
       if (kept.isEmpty && keptAtFirstCheck.nonEmpty) {
@@ -177,7 +177,7 @@ private[reader] final class PinnedPolls(
         // This attempt is usually a zombie on an executor the driver gave up: carried, its records would
         // wait for a borrower that never comes, so they go back now.
         consumer.acknowledge(kept, AcknowledgeType.RELEASE)
-        counters.released += kept.size
+        counters.add(Metrics.Released, kept.size)
         finish(polledAt)
         if (part == 0) replay()
         else {
@@ -187,7 +187,7 @@ private[reader] final class PinnedPolls(
         }
       } else if (partition.holdUntilCommit && kept.nonEmpty) {
         consumer.commit() // the dropped and poison records; the kept ones stay held
-        counters.lockUsedPercent = lockUsedPercent(polledAt)
+        counters.add(Metrics.LockUsedPercent, lockUsedPercent(polledAt))
         // The locks started at the fetch, which for a carry or the client's buffer was some time ago.
         val renewal    = if (partition.renewLocks) Some(CommitWatcher.Renewal(partition.lockDurationMs)) else None
         val lockLeftMs = renewal.fold((partition.lockDurationMs * 0.8).toLong)(_.everyMs) - lockAgeMs(polledAt)
@@ -207,7 +207,7 @@ private[reader] final class PinnedPolls(
         consumer.acknowledge(kept, AcknowledgeType.ACCEPT)
         ackNanos += System.nanoTime - ackStart
         lastReturn = System.nanoTime
-        counters.accepted += kept.size
+        counters.add(Metrics.Accepted, kept.size)
         ownParts = ownParts.union(entry.offsets)
         emitted += kept.size
         part += 1
@@ -220,7 +220,7 @@ private[reader] final class PinnedPolls(
         consumer = null
         if (failed != null) {
           if (!pinned) {
-            counters.released += failed.holding
+            counters.add(Metrics.Released, failed.holding)
             try { failed.releaseHeld(); ShareConsumerPool.giveBack(failed) }
             catch { case NonFatal(_) => ShareConsumerPool.discard(failed) }
           } else {
@@ -241,7 +241,7 @@ private[reader] final class PinnedPolls(
     val policy = partition.poison.get
     policy.deadLetterTopic.foreach(DeadLetters.send(poison, _, partition.consumerKey.groupId, partition.consumerKey.params))
     consumer.acknowledge(poison, AcknowledgeType.REJECT)
-    counters.rejected += poison.size
+    counters.add(Metrics.Rejected, poison.size)
     logWarning(s"kafka-share: ${poison.size} record(s) delivered more than ${policy.maxDeliveries} times rejected" +
       policy.deadLetterTopic.fold("")(t => s" after writing them to '$t'") + ": " +
       poison.take(5).map(r => s"${r.topic}-${r.partition}@${r.offset}").mkString(", "))
@@ -254,7 +254,7 @@ private[reader] final class PinnedPolls(
   private def noteLastAttempts(records: Seq[Record]): Unit = {
     val last = records.count(onLastAttempt)
     if (last > 0) {
-      counters.atLastDelivery += last
+      counters.add(Metrics.AtLastDelivery, last)
       logWarning(s"kafka-share: batch ${partition.batch} task ${partition.task}: $last record(s) are on their last " +
         s"delivery attempt (delivered ${partition.deliveryLimit} times, the group's limit): ${ShareSourceErrors.LastAttemptAdvice}")
     }
@@ -283,7 +283,7 @@ private[reader] final class PinnedPolls(
       logWarning(s"the broker refused acknowledgements for $t-$p (${e.getMessage}); pinned records will be " +
         "redelivered and, with an exactly-once strategy, dropped")
     }
-    counters.lockUsedPercent = math.max(counters.lockUsedPercent, lockUsedPercent(polledAt))
+    counters.add(Metrics.LockUsedPercent, lockUsedPercent(polledAt))
     val done = consumer
     consumer = null
     ShareConsumerPool.giveBack(done)

@@ -1,6 +1,6 @@
 package io.github.kafkashare.spark.offsets
 
-import io.github.kafkashare.spark.UnitTestDirs
+import io.github.kafkashare.spark.{ConnectorInfo, UnitTestDirs}
 import io.github.kafkashare.spark.errors.ShareSourceException
 import org.apache.hadoop.conf.Configuration
 import org.scalatest.funsuite.AnyFunSuite
@@ -17,7 +17,7 @@ class AcquisitionLogSuite extends AnyFunSuite {
       AcquiredRun("t", 1, 0, 0, 1)
     ))
     assert(entry.recordCount == 6)
-    assert(entry.serialize == "kafka-share acquisitions v1\nt 0 1-3:1 4-4:2 9-9:2\nt 1 0-0:1\n")
+    assert(entry.serialize == s"kafka-share acquisitions v1 by ${ConnectorInfo.version}\nt 0 1-3:1 4-4:2 9-9:2\nt 1 0-0:1\n")
   }
 
   test("the text format round-trips; an empty entry too") {
@@ -31,16 +31,35 @@ class AcquisitionLogSuite extends AnyFunSuite {
     assert(entry.serialize.length < 60)
   }
 
-  test("damaged files are refused with the path and what is wrong") {
+  test("damaged files are refused with the path and what is wrong, never with a raw parse exception") {
     Seq(
-      ""                                         -> "the file is empty",
-      "kafka-share acquisitions v9\n"            -> "expected 'kafka-share acquisitions v1'",
-      "kafka-share acquisitions v1\nt 0\n"       -> "is not 'topic partition runs...'",
-      "kafka-share acquisitions v1\nt 0 5-x:1\n" -> "is not first-last:deliveryCount"
+      ""                                                            -> "the file is empty",
+      "kafka-share acquisitions\n"                                  -> "expected 'kafka-share acquisitions v1'",
+      "kafka-share decisions v1\n"                                  -> "expected 'kafka-share acquisitions v1'",
+      "kafka-share acquisitions v1\nt 0\n"                          -> "is not 'topic partition runs...'",
+      "kafka-share acquisitions v1\nt 0 5-x:1\n"                    -> "is not first-last:deliveryCount",
+      "kafka-share acquisitions v1\nt x 5-6:1\n"                    -> "'x' in the line 't x 5-6:1' is not a number",
+      "kafka-share acquisitions v1\nt 0 5-99999999999999999999:1\n" -> "'99999999999999999999' in the line",
+      "kafka-share acquisitions v1\nt 0 9-5:1\n"                    -> "'9-5:1' ends before it starts"
     ).foreach { case (text, why) =>
       val e = intercept[ShareSourceException](AcquisitionEntry.parse(text, "/ck/sources/0/acquisitions/3/1"))
+      assert(e.getCondition == "KAFKA_SHARE_CHECKPOINT_DAMAGED.CORRUPT_LOG", e.getMessage)
       assert(e.getMessage.contains("/ck/sources/0/acquisitions/3/1") && e.getMessage.contains(why), e.getMessage)
     }
+  }
+
+  test("a file of a newer format is refused as 'upgrade', naming the connector that wrote it; older headers still read") {
+    val e = intercept[ShareSourceException](AcquisitionEntry.parse("kafka-share acquisitions v2 by 0.9.0\nt 0 1-2:1\n", "/ck/a/3/1"))
+    assert(e.getCondition == "KAFKA_SHARE_CHECKPOINT_DAMAGED.NEWER_LOG_FORMAT", e.getMessage)
+    assert(
+      e.getMessage.contains("written by connector version 0.9.0") && e.getMessage.contains("Upgrade the connector to 0.9.0"),
+      e.getMessage
+    )
+    assert(e.getMessage.contains("/ck/a/3/1") && e.getMessage.contains("reads up to v1"), e.getMessage)
+    // Written before the header named its writer, and by another connector version of the same format.
+    val runs = Seq(AcquiredRun("t", 0, 1, 2, 1))
+    assert(AcquisitionEntry.parse("kafka-share acquisitions v1\nt 0 1-2:1\n", "f").runs == runs)
+    assert(AcquisitionEntry.parse("kafka-share acquisitions v1 by 0.0.1\nt 0 1-2:1\n", "f").runs == runs)
   }
 
   test("an entry is written once: a second writer gets the first entry back") {

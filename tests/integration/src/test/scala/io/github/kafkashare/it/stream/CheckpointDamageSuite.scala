@@ -43,7 +43,7 @@ class CheckpointDamageSuite extends ShareStreamTest {
       "offset of version 99, newer than this connector reads"
     ),
     ("offset cut short", damageOffset(s => s.take(s.length / 2)), "cannot read the kafka-share offset"),
-    ("acquisition log entry garbled", garbleAcquisitions, "acquisition log file"),
+    ("acquisition log entry garbled", garbleAcquisitions, "is not valid ('is' in the line"),
     // A checkpoint taken to another cluster (a migration, a disaster-recovery copy): refused, not read on.
     (
       "offset of another Kafka cluster",

@@ -62,9 +62,12 @@ class SiblingPinsSuite extends ShareStreamTest {
 
     info(s"sibling pinned ${pinnedBySibling.size}; task 0 emitted ${emitted.size}, metrics $metrics")
     assert(emitted.toSet.intersect(pinnedBySibling).isEmpty, s"emitted again: ${emitted.toSet.intersect(pinnedBySibling).size}")
-    assert(metrics(ShareSourceMetrics.Dropped) == pinnedBySibling.size, "every record the sibling pinned came back and was dropped")
+    assert(metrics(ShareSourceMetrics.Dropped.name) == pinnedBySibling.size, "every record the sibling pinned came back and was dropped")
     if (version.startsWith("4.1."))
-      assert(metrics(ShareSourceMetrics.MaxDeliveryCount) == 1, "on 4.1 the departed consumer's records come back with delivery count 1")
+      assert(
+        metrics(ShareSourceMetrics.MaxDeliveryCount.name) == 1,
+        "on 4.1 the departed consumer's records come back with delivery count 1"
+      )
     assert(emitted.size + pinnedBySibling.size <= 100 && emitted.distinct.size == emitted.size)
   }
 

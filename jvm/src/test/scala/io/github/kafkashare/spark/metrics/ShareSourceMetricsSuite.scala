@@ -1,0 +1,37 @@
+package io.github.kafkashare.spark.metrics
+
+import java.nio.file.{Files, Paths}
+
+import org.apache.spark.sql.connector.metric.CustomMetric
+import org.scalatest.funsuite.AnyFunSuite
+
+class ShareSourceMetricsSuite extends AnyFunSuite {
+  import ShareSourceMetrics._
+
+  test("every metric aggregates as declared when Spark creates its class again by name, as the SQL UI does") {
+    declared.zip(supported).foreach { case (m, metric) =>
+      assert(metric.name == m.name && metric.description == m.description)
+      val again = Class.forName(metric.getClass.getName).getConstructor().newInstance().asInstanceOf[CustomMetric]
+      assert(again.aggregateTaskMetrics(Array(3L, 5L)) == (if (m.largest) "5" else "8"), m.name)
+    }
+    assert(declared.map(_.name).distinct.size == declared.size, "metric names are unique")
+  }
+
+  test("a task's counters: sums add up, the largest keeps the larger; every task metric is reported") {
+    val counters = new TaskCounters
+    counters.add(Acquired, 4); counters.add(Acquired, 3)
+    counters.add(MaxDeliveryCount, 3); counters.add(MaxDeliveryCount, 2)
+    assert(counters(Acquired) == 7 && counters(MaxDeliveryCount) == 3)
+    val reported = counters.toTaskMetrics.map(m => m.name -> m.value).toMap
+    assert(reported.keySet == declared.filterNot(_.driver).map(_.name).toSet)
+    assert(reported(Acquired.name) == 7 && reported(LockUsedPercent.name) == 0)
+    assertThrows[IllegalArgumentException](counters.add(Backlog, 1)) // a driver metric has no task value
+  }
+
+  test("docs/observability.md describes every metric and every query total") {
+    val doc     = new String(Files.readAllBytes(Paths.get(sys.props.getOrElse("kafkashare.root", ".."), "docs/observability.md")), "UTF-8")
+    val names   = declared.map(_.name) ++ declared.filter(m => m.queryTotal && !m.driver).map(_.totalName)
+    val missing = names.filterNot(n => doc.contains(s"`$n`"))
+    assert(missing.isEmpty, s"docs/observability.md does not describe: ${missing.mkString(", ")}")
+  }
+}
