@@ -86,7 +86,7 @@ def series(broker: Broker, work: Path, strategy: str, args: argparse.Namespace, 
         events.append(f"{kill} {moment}: {outcome}")
         print(f"  {strategy} kill {n + 1}/{len(kills)}: {events[-1]}", flush=True)
     started = time.time()
-    outcome, result = run_once({**base, "timeout_s": args.final_timeout_s}, timeout=args.final_timeout_s + 120)
+    outcome, result = run_once({**base, "timeout_s": args.final_timeout_s}, timeout=2 * args.final_timeout_s + 120)
     assert outcome == "ended", f"{strategy}: the last run did not end by itself ({outcome})"
     failures = json.loads(failed_restarts.read_text()) if failed_restarts.exists() else []
     rows, distinct = int(result.get("rows", 0)), int(result.get("distinct", 0))

@@ -18,6 +18,10 @@ from streams import NEWEST, check, crash_at_moments, prepare, stream
 
 pytestmark = pytest.mark.parametrize("broker", [NEWEST], indirect=True, ids=[f"kafka-{NEWEST}"])
 
+# Six batches of 300: enough for a kill after batch 2 and two kills at a moment with the query mid-stream
+# (a Delta batch on Spark 4.0 takes seconds), and half the time of the 3,000 records before.
+RECORDS = 1800
+
 
 @pytest.mark.parametrize("strategy", ["two-phase-commit", "checkpoint-dedup"])
 def test_foreach_batch_into_delta_survives_driver_crashes(
@@ -27,7 +31,7 @@ def test_foreach_batch_into_delta_survives_driver_crashes(
     assert jars, "KAFKASHARE_DELTA_JARS is not set: run this file through `make test-compat`, which fetches Delta"
     # The default lock (30 s): on 2 cores Delta's first batches on Spark 4.0 take 15 to 20 s, and a
     # two-phase-commit batch longer than its locks spends delivery attempts (docs/delivery-semantics.md).
-    topic, group = prepare(broker, fresh_name, records=3000, lock_ms=30000)
+    topic, group = prepare(broker, fresh_name, records=RECORDS, lock_ms=30000)
     shape = {"delta": True, "delta_jars": jars, "options": {"maxRecordsPerTrigger": 300}}
     # Killed after Delta has batch 2 and before Spark's commit log does: the restart runs batch 2 again
     # and Delta skips it (its txnVersion is there). Then twice at a moment.
@@ -37,14 +41,14 @@ def test_foreach_batch_into_delta_survives_driver_crashes(
         topic,
         group,
         strategy,
-        3000,
+        RECORDS,
         failure="F5",
         failure_batch=2,
         marker=str(tmp_path / "crash-sink"),
         killed=True,
         **shape,
     )
-    crash_at_moments(broker, tmp_path, topic, group, strategy, 3000, (1.5, 3.0), **shape)
-    landed = stream(broker, tmp_path, topic, group, strategy, 3000, timeout_s=240, **shape)
-    check("dlt", strategy, landed, 3000, tmp_path)
+    crash_at_moments(broker, tmp_path, topic, group, strategy, RECORDS, (1.5, 3.0), **shape)
+    landed = stream(broker, tmp_path, topic, group, strategy, RECORDS, timeout_s=240, **shape)
+    check("dlt", strategy, landed, RECORDS, tmp_path)
     assert landed["restarts"] == 0, landed

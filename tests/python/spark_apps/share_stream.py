@@ -306,6 +306,12 @@ def wait_for_progress(done: object, within_s: float = 30) -> None:
 
 
 deadline = time.time() + float(config.get("timeout_s", 120))
+# While rows keep landing the run is slow, not stuck (a loaded machine, the JVM's first batches): each
+# new row grants LANDING_GRACE_S more, up to twice timeout_s. A run that lands nothing for that long ends,
+# and its counts then show what is missing.
+LANDING_GRACE_S = 60.0
+latest_deadline = time.time() + 2 * float(config.get("timeout_s", 120))
+distinct_seen = 0
 restarts = 0
 if config.get("pid_file"):
     Path(config["pid_file"]).write_text(json.dumps({"pid": spark_jvm_pid(), "app_id": spark.sparkContext.applicationId}))
@@ -348,7 +354,11 @@ while config.get("trigger") != "available_now" and time.time() < deadline:
     stop_after = config.get("stop_after_batches")
     if stop_after and len(progress) >= stop_after:
         break
-    if landed()[1] >= config["expected"]:
+    distinct_now = landed()[1]
+    if distinct_now > distinct_seen:
+        distinct_seen = distinct_now
+        deadline = min(latest_deadline, max(deadline, time.time() + LANDING_GRACE_S))
+    if distinct_now >= config["expected"]:
         # The batch that landed the last rows reports its progress only after it commits; wait for it.
         wait_for_progress(lambda ps: ps[-1]["batchId"] >= last_sink_batch())
         if config.get("idle_check_s"):

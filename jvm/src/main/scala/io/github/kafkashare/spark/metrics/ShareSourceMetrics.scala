@@ -93,9 +93,7 @@ object ShareSourceMetrics {
  * Totals since the query started, for query progress: the read tasks add to these accumulators and
  * the driver reads them. A retried task counts again.
  */
-final class QueryTotals(spark: org.apache.spark.SparkContext) extends Serializable {
-  private val accumulators: Map[String, LongAccumulator] =
-    ShareSourceMetrics.ofTasks.filter(_.queryTotal).map(m => m.name -> spark.longAccumulator(s"kafka-share ${m.description}")).toMap
+final class QueryTotals private (accumulators: Map[String, LongAccumulator]) extends Serializable {
 
   def apply(metric: MetricDeclaration): LongAccumulator = accumulators(metric.name)
 
@@ -103,6 +101,15 @@ final class QueryTotals(spark: org.apache.spark.SparkContext) extends Serializab
     ShareSourceMetrics.ofTasks.filter(_.queryTotal).map(m => m.totalName -> accumulators(m.name).sum.toString).toMap
 
   def inTransit: QueryTotalsInTransit = new QueryTotalsInTransit(this)
+}
+
+object QueryTotals {
+
+  /** Registers one accumulator per metric with a query total (the SparkContext itself stays on the driver). */
+  def apply(spark: org.apache.spark.SparkContext): QueryTotals =
+    new QueryTotals(
+      ShareSourceMetrics.ofTasks.filter(_.queryTotal).map(m => m.name -> spark.longAccumulator(s"kafka-share ${m.description}")).toMap
+    )
 }
 
 /**

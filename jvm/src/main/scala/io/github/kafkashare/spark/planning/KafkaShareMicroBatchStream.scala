@@ -513,7 +513,7 @@ object KafkaShareMicroBatchStream extends Logging {
           features,
           clientSettings,
           hadoopConf,
-          new QueryTotals(spark.sparkContext),
+          QueryTotals(spark.sparkContext),
           explicit
         )
       catch { case e: Throwable => explicit.foreach(ExplicitQueries.unregister); throw e }

@@ -100,7 +100,7 @@ class SiblingPinsSuite extends ShareStreamTest {
     log = log,
     commitFile = s"$checkpoint/commits/0",
     hadoopConf = conf,
-    totals = new QueryTotals(spark.sparkContext).inTransit,
+    totals = QueryTotals(spark.sparkContext).inTransit,
     holdUntilCommit = strategy.acceptsAfterCommit,
     renewLocks = false,
     explicitDefault = None,
