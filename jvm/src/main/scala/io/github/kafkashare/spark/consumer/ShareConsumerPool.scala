@@ -50,11 +50,7 @@ import org.apache.spark.internal.Logging
 final class ShareConsumerPool(clock: Clock, open: ConsumerKey => PooledShareConsumer) extends Logging {
   import ShareConsumerPool.{MaxIdleRenewMs, MaxWaitForHeldMs}
 
-  private val idle    = new ConcurrentHashMap[ConsumerKey, ConcurrentLinkedDeque[PooledShareConsumer]]()
-  private val created = new AtomicLong()
-
-  /** How many consumers this JVM created so far (a steady stream should stop increasing it). */
-  def consumersCreated: Long = created.get
+  private val idle = new ConcurrentHashMap[ConsumerKey, ConcurrentLinkedDeque[PooledShareConsumer]]()
 
   def borrow(key: ConsumerKey): PooledShareConsumer = {
     var found = takeIdle(key)
@@ -66,10 +62,7 @@ final class ShareConsumerPool(clock: Clock, open: ConsumerKey => PooledShareCons
       Thread.sleep(10)
       found = takeIdle(key)
     }
-    if (found == null) {
-      created.incrementAndGet()
-      found = open(key)
-    }
+    if (found == null) found = open(key)
     found.borrows += 1
     found
   }
@@ -299,5 +292,4 @@ object ShareConsumerPool extends Logging {
   def expectBack(consumer: PooledShareConsumer): Unit       = shared.expectBack(consumer)
   def closeIdle(key: ConsumerKey): Unit                     = shared.closeIdle(key)
   def watch(key: ConsumerKey, markers: SourceMarkers): Unit = shared.watch(key, markers)
-  def consumersCreated: Long                                = shared.consumersCreated
 }

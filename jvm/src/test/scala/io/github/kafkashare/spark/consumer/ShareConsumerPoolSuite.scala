@@ -32,12 +32,10 @@ class ShareConsumerPoolSuite extends AnyFunSuite {
     ShareConsumerPool.expectBack(held) // as CommitWatcher.holdUntilCommitted does
     val giver = new Thread(() => { Thread.sleep(300); ShareConsumerPool.giveBack(held) })
     giver.start()
-    val createdBefore = ShareConsumerPool.consumersCreated
-    val borrowed      = ShareConsumerPool.borrow(key)
+    val borrowed = ShareConsumerPool.borrow(key)
     giver.join()
     try {
-      assert(borrowed eq held)
-      assert(ShareConsumerPool.consumersCreated == createdBefore)
+      assert(borrowed eq held) // not a new consumer
     } finally ShareConsumerPool.discard(borrowed)
   }
 
@@ -88,7 +86,6 @@ class ShareConsumerPoolSuite extends AnyFunSuite {
     try {
       assert(after ne first)
       assert(after.newlyCreated)
-      assert(pool.consumersCreated == 2)
     } finally pool.discard(after)
   }
 

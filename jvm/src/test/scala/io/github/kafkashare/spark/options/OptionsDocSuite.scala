@@ -23,22 +23,33 @@ class OptionsDocSuite extends AnyFunSuite {
     )
   }
 
-  test("every option the parser reads is declared") {
-    val declared = OptionDeclarations.all.map(_.key).toSet
-    Seq(
-      OptionDeclarations.BootstrapServers,
-      OptionDeclarations.GroupId,
-      OptionDeclarations.Subscribe,
-      OptionDeclarations.SubscribePattern,
-      OptionDeclarations.AckMode,
-      OptionDeclarations.Strategy,
-      OptionDeclarations.Parallelism,
-      OptionDeclarations.LockTimeoutMs,
-      OptionDeclarations.IncludeHeaders,
-      OptionDeclarations.MaxRecordsPerTrigger,
-      OptionDeclarations.StartingOffsetsKey,
-      OptionDeclarations.PollTimeoutMs,
-      OptionDeclarations.FailOnDataLoss
-    ).foreach(k => assert(declared.contains(k), k))
+  test("every declared option is read by the parser: set to a value other than its default, it changes what is parsed") {
+    import OptionDeclarations._
+    import OptionKind._
+    val base = Map(BootstrapServers -> "b:9092", GroupId -> "g", Subscribe -> "a")
+    // What an option needs beside it to be accepted at all.
+    val companions = Map(
+      DefaultDecision -> Map(AckMode -> "explicit"),
+      DeadLetterTopic -> Map(MaxDeliveries -> "3")
+    )
+    def otherValue(d: OptionDeclaration): String = d.kind match {
+      case Choice(values) => values.find(_ != d.default).get
+      case Whole(min, _)  => (min + 7).toString
+      case Bool           => (!d.default.toBoolean).toString
+      case Topic          => "dead-letters"
+      case Topics         => "b,c"
+      case Regex          => "orders.*"
+      case Text           => s"${d.key}-value"
+      case ClientSettings => fail("no value for kafka.*")
+    }
+    val checked = all.filter(_.kind != ClientSettings).map { d =>
+      val needed = base ++ companions.getOrElse(d.key, Map.empty)
+      val before = ShareSourceOptions.parse(needed)
+      // subscribePattern replaces subscribe: exactly one of them is allowed.
+      val after = ShareSourceOptions.parse((if (d.key == SubscribePattern) needed - Subscribe else needed) + (d.key -> otherValue(d)))
+      assert(after != before, s"${d.key}=${otherValue(d)} changed nothing: the parser does not read it")
+      d.key
+    }
+    assert(checked.size >= 17, checked) // the declarations were found, not an empty list
   }
 }
