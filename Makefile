@@ -49,7 +49,7 @@ test-jvm:
 	$(SBT) fetchScalafmt connector/test connector/assembly connector/publish harness/exportHarnessClasspath harness/fetchBenchTools harness/fetchS3Jars integration/test
 	@touch $(MAVEN_REPO)
 
-# Two workers: most of a Spark test's time is spent waiting (JVM start, batches, lock expiry).
+# Two workers, one per core: the Spark and broker JVMs of one test keep a core busy (docs/testing.md).
 test-python: $(VENV)/installed-wheel $(VENV)/installed-tools target/bench/tools.classpath $(S3_JARS) $(GCS) $(MAVEN_REPO) typecheck lint
 	$(PY) -m pytest -n 2 --dist loadgroup --durations=20 tests/python --ignore=tests/python/test_delta_sink.py
 
