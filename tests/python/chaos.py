@@ -170,7 +170,7 @@ def run_cell(
             run_spark("share_stream.py", json.dumps({**config, "stop_after_batches": 1}), timeout=400)
         Path(str(config["marker"])).write_text(str(time.time()))  # "injected": the last stop
         where = "5 stops"
-    result = run_spark("share_stream.py", json.dumps(config), timeout=2 * float(config["timeout_s"]) + 120)
+    result = run_spark("share_stream.py", json.dumps(config), timeout=2 * float(str(config["timeout_s"])) + 120)
     if upstream:
         upstream.join()
     if not Path(str(config["marker"])).exists() and failure not in ("F8", "-"):

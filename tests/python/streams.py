@@ -42,7 +42,9 @@ def stream(broker: Broker, tmp: Path, topic: str, group: str, strategy: str, exp
     killed = bool(extra.pop("killed", False))
     config.update(extra)
     # The app may run to twice its timeout_s while rows keep landing (share_stream.py).
-    return run_spark("share_stream.py", json.dumps(config), timeout=max(400, 2 * float(config["timeout_s"]) + 120), killed=killed)
+    return run_spark(
+        "share_stream.py", json.dumps(config), timeout=max(400, 2 * float(str(config["timeout_s"])) + 120), killed=killed
+    )
 
 
 def crash_at_moments(
