@@ -1,13 +1,12 @@
 package io.github.kafkashare.spark.reader
 
-import scala.collection.mutable
 import scala.util.control.NonFatal
 
 import io.github.kafkashare.spark.ack.CommitWatcher
 import io.github.kafkashare.spark.consumer.{PooledShareConsumer, ShareConsumerPool}
 import io.github.kafkashare.spark.errors.ShareSourceErrors
 import io.github.kafkashare.spark.metrics.{ShareSourceMetrics => Metrics, TaskCounters}
-import io.github.kafkashare.spark.offsets.{AcquisitionEntry, TopicPartitionRanges}
+import io.github.kafkashare.spark.offsets.AcquisitionEntry
 import org.apache.hadoop.fs.Path
 import org.apache.kafka.clients.consumer.AcknowledgeType
 import org.apache.spark.internal.Logging
@@ -57,10 +56,10 @@ private[reader] final class PinnedPolls(
   ShareConsumerPool.watch(partition.consumerKey, partition.markers)
   consumer.lastDeliveryAttempt = partition.deliveryLimit
   if (consumer.newlyCreated) counters.add(Metrics.ConsumersCreated, 1)
-  private var part     = 0
-  private var emitted  = 0L
-  private var ownParts = TopicPartitionRanges.empty
-  private var current  = Iterator.empty[(Record, Int)]
+  private var part            = 0
+  private var emitted         = 0L
+  private val pinnedElsewhere = new PinnedElsewhere(partition)
+  private var current         = Iterator.empty[(Record, Int)]
 
   override def hasNext: Boolean = {
     while (!current.hasNext && consumer != null) current = nextPart()
@@ -91,78 +90,17 @@ private[reader] final class PinnedPolls(
     var pinned = false
     if (lastReturn != 0) outsideNanos += System.nanoTime - lastReturn
     try {
-      val pollStart = System.nanoTime
-      val timeoutMs = if (part == 0 && emitted == 0) partition.pollTimeoutMs else math.max(1L, math.min(LaterPollTimeoutMs, budgetLeftMs))
-      val poll      = consumer.poll(partition.topics, timeoutMs)
-      polls += 1; pollNanos += System.nanoTime - pollStart
+      val poll     = pollOnce()
       val polledAt = poll.acquiredAtNanos
-      if (!poll.fromCarry) counters.add(Metrics.Acquired, poll.records.size)
-      // The poll's highest delivery count: below the limits (the usual case), no record needs a look for them.
-      val maxCount = poll.records.iterator.map(PooledShareConsumer.deliveryCountOf).maxOption.getOrElse(0)
-      counters.add(Metrics.MaxDeliveryCount, maxCount)
-      val someOnLastAttempt = maxCount >= partition.deliveryLimit
-      if (!poll.fromCarry && someOnLastAttempt) noteLastAttempts(poll.records)
-
-      val polled = if (lockAgeMs(polledAt) <= pinnableLockAgeMs) poll.records
-      else {
-        val (lastAttempt, giveBack) = poll.records.partition(onLastAttempt)
-        logWarning(s"kafka-share: batch ${partition.batch} task ${partition.task}: ${giveBack.size} record(s) were " +
-          s"acquired ${lockAgeMs(polledAt)} ms ago, too close to the end of their ${partition.lockDurationMs} ms lock to " +
-          "pin (was this JVM paused?); giving them back to the group" +
-          (if (lastAttempt.nonEmpty) s" (keeping ${lastAttempt.size} on their last delivery attempt)" else ""))
-        consumer.acknowledge(giveBack, AcknowledgeType.RELEASE)
-        counters.add(Metrics.Released, giveBack.size)
-        lastAttempt
-      }
-      val (redelivered, unpinned) =
-        if (partition.strategy.dropsRedeliveries) splitPinnedElsewhere(polled)
-        else (Seq.empty[Record], polled)
-      val (poison, fresh) = partition.poison match {
-        case Some(policy) if maxCount > policy.maxDeliveries =>
-          unpinned.partition(r => PooledShareConsumer.deliveryCountOf(r) > policy.maxDeliveries)
-        case _ => (Seq.empty[Record], unpinned)
-      }
-      rejectPoison(poison)
-      // A poll returns whole record batches, often more than this task's share of maxRecordsPerTrigger:
-      // the rest stays acquired for the next task (PooledShareConsumer's carry), not RELEASEd. Records on
-      // their last delivery attempt are never carried, even past the share: a carry that ages out or a
-      // crash hands them back to the group, which archives them.
-      val (lastChance, others) = if (someOnLastAttempt) fresh.partition(onLastAttempt) else (Seq.empty[Record], fresh)
-      val (withinShare, overLimit) =
-        others.splitAt((partition.maxRecords - emitted - lastChance.size).max(0L).min(Int.MaxValue).toInt)
-      val keptAtFirstCheck = lastChance ++ withinShare
-      consumer.acknowledge(redelivered, AcknowledgeType.ACCEPT)
-      counters.add(Metrics.Dropped, redelivered.size)
-      counters.add(Metrics.Accepted, redelivered.size)
-      consumer.carry(overLimit, polledAt)
-      // A small poll of redelivered records is no sign of a quiet stream: brokers after 4.1 (4.3 and 4.4
-      // do) hand out records past half the delivery count limit in ever smaller batches, and those on
-      // their last attempt one per fetch (to isolate a poison record), whatever the backlog behind them.
-      // Polling once per task would then drain them at one record per task per batch.
-      val throttled = maxCount > 1
-      val pollAgain = !partition.holdUntilCommit && overLimit.isEmpty && emitted + keptAtFirstCheck.size < partition.maxRecords &&
-        budgetLeftMs > 0 && (poll.fromCarry || poll.records.size * 2 >= consumer.maxPollRecords || throttled)
-
-      if (keptAtFirstCheck.isEmpty && (pollAgain || part > 0)) {
+      val plan     = classify(poll)
+      if (plan.keep.isEmpty && (plan.pollAgain || part > 0)) {
         // Nothing to pin from this poll. Part 0 is written, even empty, only when the task ends, so
         // that a retry replays the same (empty) task instead of polling anew.
-        if (pollAgain) consumer.send() else finish(polledAt)
+        if (plan.pollAgain) consumer.send() else finish(polledAt)
         return Iterator.empty
       }
-      val kept = if (lockAgeMs(polledAt) <= pinnableLockAgeMs) keptAtFirstCheck
-      else {
-        // The steps since the first check (sibling reads, a dead-letter send, a slow file system)
-        // spent the lock: another member may hold these records by now. Give them back, but for those
-        // on their last attempt (see above).
-        val (lastAttempt, giveBack) = keptAtFirstCheck.partition(onLastAttempt)
-        logWarning(s"kafka-share: batch ${partition.batch} task ${partition.task}: ${giveBack.size} record(s) acquired " +
-          s"${lockAgeMs(polledAt)} ms ago are too close to the end of their ${partition.lockDurationMs} ms lock to pin " +
-          "after the checks before pinning; giving them back to the group")
-        consumer.acknowledge(giveBack, AcknowledgeType.RELEASE)
-        counters.add(Metrics.Released, giveBack.size)
-        lastAttempt
-      }
-      if (kept.isEmpty && keptAtFirstCheck.nonEmpty) {
+      val kept = recheckLocks(plan.keep, polledAt)
+      if (kept.isEmpty && plan.keep.nonEmpty) {
         finish(polledAt)
         return Iterator.empty
       }
@@ -172,65 +110,143 @@ private[reader] final class PinnedPolls(
       val (winner, ours) = partition.log.writeIfAbsent(partition.batch, partition.task, entry, part)
       pinNanos += System.nanoTime - pinStart
       pinned = ours
-      if (!ours) {
-        // Another attempt pinned part 0 first, or a retry sealed the task: their parts are the task's.
-        // This attempt is usually a zombie on an executor the driver gave up: carried, its records would
-        // wait for a borrower that never comes, so they go back now.
-        consumer.acknowledge(kept, AcknowledgeType.RELEASE)
-        counters.add(Metrics.Released, kept.size)
-        finish(polledAt)
-        if (part == 0) replay()
-        else {
-          logInfo(s"kafka-share: batch ${partition.batch} task ${partition.task}: another attempt ended this task " +
-            s"after part ${part - 1} (${if (winner.runs.isEmpty) "sealed" else "unexpected entry"}); stopping")
-          Iterator.empty
-        }
-      } else if (partition.holdUntilCommit && kept.nonEmpty) {
-        consumer.commit() // the dropped and poison records; the kept ones stay held
-        counters.add(Metrics.LockUsedPercent, lockUsedPercent(polledAt))
-        // The locks started at the fetch, which for a carry or the client's buffer was some time ago.
-        val renewal    = if (partition.renewLocks) Some(CommitWatcher.Renewal(partition.lockDurationMs)) else None
-        val lockLeftMs = renewal.fold((partition.lockDurationMs * 0.8).toLong)(_.everyMs) - lockAgeMs(polledAt)
-        CommitWatcher.holdUntilCommitted(
-          consumer,
-          new Path(partition.commitFile),
-          partition.hadoopConf,
-          math.max(lockLeftMs, 0L),
-          renewal,
-          partition.explicitDefault.map(CommitWatcher.ExplicitDecisions(partition.decisions, partition.batch, _)),
-          CommitWatcher.DoneMark(partition.markers, partition.batch, partition.task)
-        )
-        consumer = null
-        withCounts(ordered)
-      } else {
-        val ackStart = System.nanoTime
-        consumer.acknowledge(kept, AcknowledgeType.ACCEPT)
-        ackNanos += System.nanoTime - ackStart
-        lastReturn = System.nanoTime
-        counters.add(Metrics.Accepted, kept.size)
-        ownParts = ownParts.union(entry.offsets)
-        emitted += kept.size
-        part += 1
-        if (pollAgain && kept.nonEmpty) consumer.send() else finish(polledAt)
-        withCounts(ordered)
-      }
+      if (!ours) partTakenByAnother(kept, winner, polledAt)
+      else if (partition.holdUntilCommit && kept.nonEmpty) holdUntilCommit(ordered, polledAt)
+      else acceptPart(ordered, entry, plan.pollAgain, polledAt)
     } catch {
       case NonFatal(e) =>
-        val failed = consumer
-        consumer = null
-        if (failed != null) {
-          if (!pinned) {
-            counters.add(Metrics.Released, failed.holding)
-            try { failed.releaseHeld(); ShareConsumerPool.giveBack(failed) }
-            catch { case NonFatal(_) => ShareConsumerPool.discard(failed) }
-          } else {
-            // Pinned: the retry replays these records; accept them so nobody else gets them.
-            try { failed.acceptHeld(); ShareConsumerPool.giveBack(failed) }
-            catch { case NonFatal(_) => ShareConsumerPool.discard(failed) }
-          }
-        }
+        abandon(pinned)
         throw e
     }
+  }
+
+  private def pollOnce(): PooledShareConsumer.Polled = {
+    val pollStart = System.nanoTime
+    val timeoutMs = if (part == 0 && emitted == 0) partition.pollTimeoutMs else math.max(1L, math.min(LaterPollTimeoutMs, budgetLeftMs))
+    val poll      = consumer.poll(partition.topics, timeoutMs)
+    polls += 1; pollNanos += System.nanoTime - pollStart
+    if (!poll.fromCarry) counters.add(Metrics.Acquired, poll.records.size)
+    poll
+  }
+
+  /** Decides what becomes of each record of the poll (PollClassification) and acknowledges all but those to pin. */
+  private def classify(poll: PooledShareConsumer.Polled): PollClassification.Plan[Record] = {
+    val polledAt = poll.acquiredAtNanos
+    val plan = PollClassification.plan[Record](
+      poll.records,
+      PooledShareConsumer.deliveryCountOf,
+      lockSpent = lockAgeMs(polledAt) > pinnableLockAgeMs,
+      fromCarry = poll.fromCarry,
+      limits,
+      budgetLeft = () => budgetLeftMs > 0,
+      pinnedElsewhere = pinnedElsewhere.split
+    )
+    counters.add(Metrics.MaxDeliveryCount, plan.maxCount)
+    if (!poll.fromCarry && plan.someOnLastAttempt(partition.deliveryLimit)) noteLastAttempts(poll.records)
+    giveBackSpent(plan.spent, polledAt, "(was this JVM paused?)")
+    rejectPoison(plan.poison)
+    consumer.acknowledge(plan.redelivered, AcknowledgeType.ACCEPT)
+    counters.add(Metrics.Dropped, plan.redelivered.size)
+    counters.add(Metrics.Accepted, plan.redelivered.size)
+    consumer.carry(plan.carry, polledAt)
+    plan
+  }
+
+  /**
+   * The steps since the poll was classified (sibling reads, a dead-letter send, a slow file system) may
+   * have spent the lock: another member may hold these records by now. Gives those back.
+   */
+  private def recheckLocks(keep: Seq[Record], polledAt: Long): Seq[Record] =
+    if (lockAgeMs(polledAt) <= pinnableLockAgeMs) keep
+    else {
+      val (lastAttempt, giveBack) = PollClassification.pinnableWhenSpent(keep, PooledShareConsumer.deliveryCountOf, partition.deliveryLimit)
+      giveBackSpent(giveBack, polledAt, "after the checks before pinning")
+      lastAttempt
+    }
+
+  /**
+   * Another attempt pinned part 0 first, or a retry sealed the task: their parts are the task's. This
+   * attempt is usually a zombie on an executor the driver gave up: carried, its records would wait for
+   * a borrower that never comes, so they go back now.
+   */
+  private def partTakenByAnother(kept: Seq[Record], winner: AcquisitionEntry, polledAt: Long): Iterator[(Record, Int)] = {
+    consumer.acknowledge(kept, AcknowledgeType.RELEASE)
+    counters.add(Metrics.Released, kept.size)
+    finish(polledAt)
+    if (part == 0) replay()
+    else {
+      logInfo(s"kafka-share: batch ${partition.batch} task ${partition.task}: another attempt ended this task " +
+        s"after part ${part - 1} (${if (winner.runs.isEmpty) "sealed" else "unexpected entry"}); stopping")
+      Iterator.empty
+    }
+  }
+
+  /** Two-phase-commit and explicit mode: the consumer goes to the commit watcher with the records held. */
+  private def holdUntilCommit(ordered: Seq[Record], polledAt: Long): Iterator[(Record, Int)] = {
+    consumer.commit() // the dropped and poison records; the kept ones stay held
+    counters.add(Metrics.LockUsedPercent, lockUsedPercent(polledAt))
+    // The locks started at the fetch, which for a carry or the client's buffer was some time ago.
+    val renewal    = if (partition.renewLocks) Some(CommitWatcher.Renewal(partition.lockDurationMs)) else None
+    val lockLeftMs = renewal.fold((partition.lockDurationMs * 0.8).toLong)(_.everyMs) - lockAgeMs(polledAt)
+    CommitWatcher.holdUntilCommitted(
+      consumer,
+      new Path(partition.commitFile),
+      partition.hadoopConf,
+      math.max(lockLeftMs, 0L),
+      renewal,
+      partition.explicitDefault.map(CommitWatcher.ExplicitDecisions(partition.decisions, partition.batch, _)),
+      CommitWatcher.DoneMark(partition.markers, partition.batch, partition.task)
+    )
+    consumer = null
+    withCounts(ordered)
+  }
+
+  /** The part is pinned: ACCEPT it (sent without waiting), then poll again or end the task. */
+  private def acceptPart(ordered: Seq[Record], entry: AcquisitionEntry, pollAgain: Boolean, polledAt: Long): Iterator[(Record, Int)] = {
+    val ackStart = System.nanoTime
+    consumer.acknowledge(ordered, AcknowledgeType.ACCEPT)
+    ackNanos += System.nanoTime - ackStart
+    lastReturn = System.nanoTime
+    counters.add(Metrics.Accepted, ordered.size)
+    pinnedElsewhere.addOwnPart(entry)
+    emitted += ordered.size
+    part += 1
+    if (pollAgain && ordered.nonEmpty) consumer.send() else finish(polledAt)
+    withCounts(ordered)
+  }
+
+  /**
+   * A failure: before the part was pinned, RELEASE what the consumer holds (nobody will emit it);
+   * after, ACCEPT it: the records belong to this batch, and a retry replays them.
+   */
+  private def abandon(pinned: Boolean): Unit = {
+    val failed = consumer
+    consumer = null
+    if (failed != null) {
+      if (!pinned) counters.add(Metrics.Released, failed.holding)
+      try {
+        if (pinned) failed.acceptHeld() else failed.releaseHeld()
+        ShareConsumerPool.giveBack(failed)
+      } catch { case NonFatal(_) => ShareConsumerPool.discard(failed) }
+    }
+  }
+
+  private def limits = PollClassification.Limits(
+    deliveryLimit = partition.deliveryLimit,
+    maxDeliveries = partition.poison.map(_.maxDeliveries),
+    dropsRedeliveries = partition.strategy.dropsRedeliveries,
+    shareLeft = partition.maxRecords - emitted,
+    holdUntilCommit = partition.holdUntilCommit,
+    maxPollRecords = consumer.maxPollRecords
+  )
+
+  /** RELEASEs records whose locks are too far spent to pin (those on their last attempt are kept by the caller). */
+  private def giveBackSpent(records: Seq[Record], polledAt: Long, when: String): Unit = if (records.nonEmpty) {
+    logWarning(s"kafka-share: batch ${partition.batch} task ${partition.task}: ${records.size} record(s) acquired " +
+      s"${lockAgeMs(polledAt)} ms ago are too close to the end of their ${partition.lockDurationMs} ms lock to pin " +
+      s"$when; giving them back to the group (those on their last delivery attempt are kept)")
+    consumer.acknowledge(records, AcknowledgeType.RELEASE)
+    counters.add(Metrics.Released, records.size)
   }
 
   /**
@@ -302,55 +318,6 @@ private[reader] final class PinnedPolls(
   private def pinnableLockAgeMs: Long =
     (partition.lockDurationMs * (if (partition.holdUntilCommit) 0.6 else 0.8)).toLong
 
-  /**
-   * Splits a poll into the records pinned already, to an earlier batch (the pinned set), to a sibling
-   * task of this batch, or to an earlier part of this task, and the others. Not only redeliveries
-   * (delivery count above 1) are looked up: on Kafka 4.1 a record released by a departing member comes
-   * back with delivery count 1. The siblings' parts are listed once per poll, and each part is read
-   * once (a part never changes after it is written). Records are looked up one by one only in the
-   * partitions where the poll's offsets reach into a pinned range: a backlog's polls are new offsets,
-   * and a lookup per record was a tenth of a read task's CPU (docs/performance.md).
-   */
-  private def splitPinnedElsewhere(records: Seq[Record]): (Seq[Record], Seq[Record]) =
-    if (records.isEmpty) (Seq.empty, records)
-    else {
-      refreshSiblings()
-      val pins    = Seq(partition.pinned, ownParts, siblingsPinned)
-      val suspect = partitionsReachingPins(records, pins)
-      if (suspect.isEmpty) (Seq.empty, records)
-      else records.partition(r => suspect((r.topic, r.partition)) && pins.exists(_.contains(r.topic, r.partition, r.offset)))
-    }
-
-  /** The partitions whose offsets in `records` (from lowest to highest) overlap a pinned range. */
-  private def partitionsReachingPins(records: Seq[Record], pins: Seq[TopicPartitionRanges]): Set[(String, Int)] = {
-    val found           = mutable.Set.empty[(String, Int)]
-    var topic: String   = null
-    var kafkaPartition  = -1
-    var lowest, highest = 0L
-    def check(): Unit =
-      if (
-        topic != null && !found((topic, kafkaPartition)) &&
-        pins.exists(_.overlaps(topic, kafkaPartition, lowest, highest))
-      ) found += ((topic, kafkaPartition))
-    // A poll's records come partition after partition: one span per run of a partition.
-    records.foreach { r =>
-      if (r.partition != kafkaPartition || r.topic != topic) {
-        check(); topic = r.topic; kafkaPartition = r.partition; lowest = r.offset; highest = r.offset
-      } else { lowest = math.min(lowest, r.offset); highest = math.max(highest, r.offset) }
-    }
-    check()
-    found.toSet
-  }
-
-  private val siblingPartsRead = mutable.Set.empty[(Int, Int)]
-  private var siblingsPinned   = TopicPartitionRanges.empty
-
-  private def refreshSiblings(): Unit =
-    partition.log.partNames(partition.batch).filter(n => n._1 != partition.task && !siblingPartsRead(n)).foreach {
-      case name @ (t, p) =>
-        partition.log.read(partition.batch, t, p).foreach(e => siblingsPinned = siblingsPinned.union(e.offsets))
-        siblingPartsRead += name
-    }
 }
 
 private object PinnedPolls {
