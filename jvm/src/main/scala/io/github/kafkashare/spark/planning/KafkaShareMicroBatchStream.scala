@@ -137,30 +137,24 @@ final class KafkaShareMicroBatchStream(
       if (features.brokerLag.available) Backlog.fromBroker(ends, groupOffsets.map { case (tp, o) => tp -> o.brokerLag })
       else Backlog.of(ends, startOffsets, pinned)
 
-    val firstRun = start.batch < 0 || plannedEnds.isEmpty
-    val gotSome  = lastBatchStats.records > 0
-    // An end offset never goes down, unless the topic was deleted and created again: new records too.
-    val newData = ends.exists { case (tp, end) => end != plannedEnds.getOrElse(tp, 0L) }
-    // A partition the group has no start offset for was never read by it: from 0 where it must be
-    // read to an end (AvailableNow), not at all where only records that came back are looked for.
-    def holesBelow(limits: Map[(String, Int), Long], unread: Long => Option[Long]) = limits.exists { case ((t, p), end) =>
-      startOffsets.get((t, p)).orElse(unread(end)).exists(s => pinned.hasHoles(t, p, s, end))
-    }
-    def probeDue = (System.nanoTime - plannedAt) / 1000000L >= probeWaitMs && holesBelow(ends, _ => None)
-    // An executor's idle consumer acquired records (records came back to the group after the last
-    // batch got nothing): they are locked to it, and only a batch takes them before the lock runs out.
-    val fetchedWhileIdle = markers.takeFetchedWhileIdle()
-    val run = availableNowEnds match {
-      // Not "until a batch gets nothing": a busy topic always gives something, and a batch whose
-      // records were all redeliveries to drop gets nothing while records below the ends remain.
-      // Not on fetchedWhileIdle: while producers write, idle consumers always fetch something, and the
-      // query would never end; records below the targets are holes, which run batches anyway.
-      case Some(targets) => firstRun ||
-        (holesBelow(targets, _ => Some(0L)) && emptyBatchesInARow < KafkaShareMicroBatchStream.AvailableNowEmptyBatches)
-      case None => firstRun || gotSome || newData || fetchedWhileIdle || probeDue
-    }
-    if (!run) return start
-    if (availableNowEnds.isEmpty && !firstRun && !gotSome && !newData && !fetchedWhileIdle) {
+    val decision = BatchDecision.decide(
+      BatchDecision.Inputs(
+        ends,
+        plannedEnds,
+        startOffsets,
+        pinned,
+        firstRun = start.batch < 0 || plannedEnds.isEmpty,
+        gotSome = lastBatchStats.records > 0,
+        // An executor's idle consumer acquired records (records came back to the group after the last
+        // batch got nothing): they are locked to it, and only a batch takes them before the lock runs out.
+        fetchedWhileIdle = markers.takeFetchedWhileIdle(),
+        sinceLastPlanMs = (System.nanoTime - plannedAt) / 1000000L,
+        probeWaitMs,
+        availableNowEnds.map(_ -> emptyBatchesInARow)
+      )
+    )
+    if (decision == BatchDecision.Skip) return start
+    if (decision == BatchDecision.Probe) {
       logInfo(s"kafka-share: probing for records that came back to group '${options.groupId}'")
       probeWaitMs = math.min(probeWaitMs * 2, KafkaShareMicroBatchStream.MaxProbeWaitMs)
     }
@@ -418,13 +412,6 @@ object KafkaShareMicroBatchStream extends Logging {
 
   /** The longest wait between probe batches that keep finding nothing. */
   val MaxProbeWaitMs: Long = 10 * 60 * 1000L
-
-  /**
-   * Trigger.AvailableNow: how many batches in a row may find nothing while records below the ends
-   * are neither pinned nor acknowledged (other members hold them, or transaction markers, which no
-   * one acknowledges, leave gaps) before the query ends.
-   */
-  val AvailableNowEmptyBatches = 3
 
   /** How often group settings that may change while the query runs are read again. */
   val SettingsRereadNanos: Long = 60L * 1000 * 1000 * 1000
