@@ -96,32 +96,10 @@ final class KafkaShareMicroBatchStream(
   override def latestOffset(startOffset: Offset, limit: ReadLimit): Offset = {
     val start               = ShareSourceOffset.of(startOffset)
     val (entries, released) = previousBatch(start)
-    val stats = BatchStats(start.batch, entries.map(_.recordCount).sum, entries.flatMap(_.runs).map(_.deliveryCount).maxOption.getOrElse(0))
-    if (stats != lastBatchStats) {
-      // A new batch of this source ran since the last call (not just another trigger of a query
-      // whose other sources moved, or an idle one): said once per batch.
-      emptyBatchesInARow = if (stats.records > 0) 0 else emptyBatchesInARow + 1
-      lastBatchStats = stats
-      val batchMs = (System.nanoTime - plannedAt) / 1000000L
-      if (options.holdsUntilCommit && !renewLocks && start.batch >= 0 && batchMs > lockDurationMs * 0.8)
-        logWarning(s"kafka-share: batch ${start.batch} took $batchMs ms, more than 80% of the lock duration " +
-          s"($lockDurationMs ms) for which ${holder} holds records. Raise the group's share.record.lock.duration.ms " +
-          "(docs/operations.md) or make batches smaller (maxRecordsPerTrigger)")
-    }
-    if (lastBatchStats.records > 0) probeWaitMs = lockDurationMs
+    noteLastBatch(start, entries)
     warnOfLastAttempts()
-
     topics = cluster.resolveTopics()
-    if (topics.isEmpty) {
-      // Only a pattern can match nothing (a topic list must exist at start). No batch: a read task
-      // would have nothing to subscribe to. The next trigger asks again.
-      if (!saidNoTopic) logInfo(s"kafka-share: no topic matches ${KafkaShareTable.describe(options.subscription)} yet; " +
-        "waiting for one (no batch runs meanwhile)")
-      saidNoTopic = true
-      backlog = Backlog.none
-      // Before the first batch, no offset at all: Spark takes even the initial offset for new data.
-      return if (start.batch < 0) null else start
-    }
+    if (topics.isEmpty) return waitForTopic(start)
     saidNoTopic = false
     checkIdentity(start)
     val now          = cluster.topicsNow(topics)
@@ -169,6 +147,36 @@ final class KafkaShareMicroBatchStream(
     val ids = start.topicIds.filter { case (t, _) => pinned.byPartition.keysIterator.exists(_._1 == t) } ++ now.ids
     lastPlanned = Some(ShareSourceOffset(sparkBatchIds.next(), parallelism, pinned, clusterId, options.groupId, ids))
     lastPlanned.get
+  }
+
+  /** Figures of the batch before `start`, once per batch: the empty batches in a row, a batch slower than its locks. */
+  private def noteLastBatch(start: ShareSourceOffset, entries: Seq[AcquisitionEntry]): Unit = {
+    val stats = BatchStats(start.batch, entries.map(_.recordCount).sum, entries.flatMap(_.runs).map(_.deliveryCount).maxOption.getOrElse(0))
+    if (stats != lastBatchStats) {
+      // A new batch of this source ran since the last call (not just another trigger of a query
+      // whose other sources moved, or an idle one): said once per batch.
+      emptyBatchesInARow = if (stats.records > 0) 0 else emptyBatchesInARow + 1
+      lastBatchStats = stats
+      val batchMs = (System.nanoTime - plannedAt) / 1000000L
+      if (options.holdsUntilCommit && !renewLocks && start.batch >= 0 && batchMs > lockDurationMs * 0.8)
+        logWarning(s"kafka-share: batch ${start.batch} took $batchMs ms, more than 80% of the lock duration " +
+          s"($lockDurationMs ms) for which ${holder} holds records. Raise the group's share.record.lock.duration.ms " +
+          "(docs/operations.md) or make batches smaller (maxRecordsPerTrigger)")
+    }
+    if (lastBatchStats.records > 0) probeWaitMs = lockDurationMs
+  }
+
+  /**
+   * Only a pattern can match nothing (a topic list must exist at start). No batch: a read task would
+   * have nothing to subscribe to. The next trigger asks again.
+   */
+  private def waitForTopic(start: ShareSourceOffset): Offset = {
+    if (!saidNoTopic) logInfo(s"kafka-share: no topic matches ${KafkaShareTable.describe(options.subscription)} yet; " +
+      "waiting for one (no batch runs meanwhile)")
+    saidNoTopic = true
+    backlog = Backlog.none
+    // Before the first batch, no offset at all: Spark takes even the initial offset for new data.
+    if (start.batch < 0) null else start
   }
 
   private var lastAttemptsSaid = 0L
@@ -432,11 +440,11 @@ object KafkaShareMicroBatchStream extends Logging {
     val cluster = new ClusterAccess(options)
     try {
       cluster.checkShareGroupsServed()
-      cluster.resolveTopics()
+      val topics = cluster.resolveTopics() // fails clearly on a missing topic, before anything else
       options.startingOffsets.foreach(cluster.applyStartingOffsets)
       val lockDurationMs = options.lockTimeoutMs.getOrElse(cluster.lockDurationMs())
       val features       = cluster.features()
-      val partitions     = cluster.topicsNow(cluster.resolveTopics()).ends.size
+      val partitions     = cluster.topicsNow(topics).ends.size
       options.brokerDeadLetterTopic.foreach(cluster.useBrokerDeadLetters(_, features)) // before the limit: none is lost at it then
       val deliveryLimit = cluster.deliveryCountLimit()
       val lockLimit     = cluster.recordLockLimit()
@@ -458,38 +466,9 @@ object KafkaShareMicroBatchStream extends Logging {
             p.deadLetterTopic.fold("")(t => s" via '$t'")
         ))
       logInfo(s"kafka-share: group '${options.groupId}': ${features.describe}")
-      val clientSettings = ClientSettings.of(
-        options,
-        parallelism,
-        partitions,
-        lockLimit,
-        features.strictAcquisition.available,
-        renew = features.renew.available
-      )
-      val chosen = ClientSettings.Chosen.filter(k => clientSettings.get(k) != options.kafkaParams.get(k))
-      if (chosen.nonEmpty)
-        logInfo(s"kafka-share: group '${options.groupId}': consumer settings chosen by the source: " +
-          chosen.map(k => s"$k=${clientSettings(k)}").mkString(", "))
-      if (options.holdsUntilCommit && !features.renew.available)
-        logWarning(s"kafka-share: group '${options.groupId}': " +
-          s"${if (options.mode == AcknowledgmentMode.Implicit) options.strategy.name else "explicit mode"} " +
-          s"holds records until their batch commits and cannot renew their locks here (${features.renew.why}): a batch " +
-          s"that takes longer than 80% of the lock duration ($lockDurationMs ms) has its records acknowledged before it " +
-          "commits (docs/delivery-semantics.md, 'Held records and the lock')")
-      val explicit = options.mode match {
-        case AcknowledgmentMode.Implicit => None
-        case AcknowledgmentMode.Explicit(_) =>
-          QuerySink.ofCurrentQuery(spark).filterNot(_ == "ForeachBatchSink").foreach { sink =>
-            throw ShareSourceErrors.explicitModeNeedsForeachBatch(sink)
-          }
-          val registration = new ExplicitQueries.Registration(
-            options.groupId,
-            new AcquisitionLog(checkpointDir, hadoopConf),
-            new DecisionLog(checkpointDir, hadoopConf)
-          )
-          ExplicitQueries.register(registration)
-          Some(registration)
-      }
+      val clientSettings = chooseClientSettings(options, parallelism, partitions, lockLimit, features)
+      if (options.holdsUntilCommit && !features.renew.available) warnLocksNotRenewed(options, features, lockDurationMs)
+      val explicit = registerExplicitMode(options, checkpointDir, hadoopConf, spark)
       try new KafkaShareMicroBatchStream(
           options,
           checkpointDir,
@@ -507,5 +486,51 @@ object KafkaShareMicroBatchStream extends Logging {
     } catch {
       case e: Throwable => cluster.close(); throw e
     }
+  }
+
+  /** The consumers' settings for this cluster (ClientSettings); the start-up log names those the source chose. */
+  private def chooseClientSettings(
+      options: ShareSourceOptions,
+      parallelism: Int,
+      partitions: Int,
+      lockLimit: Option[Int],
+      features: BrokerFeatures
+  ): Map[String, String] = {
+    val settings =
+      ClientSettings.of(options, parallelism, partitions, lockLimit, features.strictAcquisition.available, features.renew.available)
+    val chosen = ClientSettings.Chosen.filter(k => settings.get(k) != options.kafkaParams.get(k))
+    if (chosen.nonEmpty)
+      logInfo(s"kafka-share: group '${options.groupId}': consumer settings chosen by the source: " +
+        chosen.map(k => s"$k=${settings(k)}").mkString(", "))
+    settings
+  }
+
+  private def warnLocksNotRenewed(options: ShareSourceOptions, features: BrokerFeatures, lockDurationMs: Long): Unit =
+    logWarning(s"kafka-share: group '${options.groupId}': " +
+      s"${if (options.mode == AcknowledgmentMode.Implicit) options.strategy.name else "explicit mode"} " +
+      s"holds records until their batch commits and cannot renew their locks here (${features.renew.why}): a batch " +
+      s"that takes longer than 80% of the lock duration ($lockDurationMs ms) has its records acknowledged before it " +
+      "commits (docs/delivery-semantics.md, 'Held records and the lock')")
+
+  /** Explicit mode: only foreachBatch can decide; the query's logs are registered for its decisions. */
+  private def registerExplicitMode(
+      options: ShareSourceOptions,
+      checkpointDir: String,
+      hadoopConf: SerializableHadoopConf,
+      spark: SparkSession
+  ): Option[ExplicitQueries.Registration] = options.mode match {
+    case AcknowledgmentMode.Implicit => None
+    case AcknowledgmentMode.Explicit(_) =>
+      QuerySink.ofCurrentQuery(spark).filterNot(_ == "ForeachBatchSink").foreach { sink =>
+        throw ShareSourceErrors.explicitModeNeedsForeachBatch(sink)
+      }
+      val registration =
+        new ExplicitQueries.Registration(
+          options.groupId,
+          new AcquisitionLog(checkpointDir, hadoopConf),
+          new DecisionLog(checkpointDir, hadoopConf)
+        )
+      ExplicitQueries.register(registration)
+      Some(registration)
   }
 }
