@@ -140,8 +140,10 @@ final class QueryTotalsInTransit(totals: QueryTotals) extends Serializable {
 /** Counters of one read task, one per [[ShareSourceMetrics.ofTasks]]. */
 final class TaskCounters {
   private val values = new Array[Long](ShareSourceMetrics.ofTasks.size)
+  // Called per replayed record: the declarations are the object's own vals, so identity finds them
+  // without comparing a case class's fields.
   private def index(metric: MetricDeclaration): Int = {
-    val i = ShareSourceMetrics.ofTasks.indexOf(metric)
+    val i = ShareSourceMetrics.ofTasks.indexWhere(_ eq metric)
     require(i >= 0, s"${metric.name} is not a task metric")
     i
   }
