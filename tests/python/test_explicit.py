@@ -116,10 +116,13 @@ def test_a_poison_record_goes_to_the_dead_letter_topic_and_the_stream_goes_on(
 
 def test_a_failed_batch_in_explicit_mode_loses_nothing(broker: Broker, fresh_name: Callable[[str], str], tmp_path: Path) -> None:
     records = 500
-    # The failed batch's records stay held until its re-run commits, at most 80% of a lock; a restart
-    # slowed by a loaded machine outlasted 15 s in CI. Past that the holder RELEASEs them (correct,
-    # docs/explicit-mode.md), and they wait in the group for the query's next batch, after this test.
-    topic, group, result = run(broker, fresh_name, tmp_path, "fail-once", records, lock_ms=60000)
+    # The failure stops the query, and the commit watcher RELEASEs the failed batch's held records
+    # (docs/explicit-mode.md); the restart runs the batch again from its pins, and the released records
+    # come back to a later batch, which drops them as redeliveries with the re-run's decisions. The app
+    # waits for that drop (a CI run once ended before the second task's records came back, and a plain
+    # consumer then found them in the group). Without renewal (4.1) the hold ends at 80% of the lock.
+    renews = tuple(int(n) for n in broker.version.split(".")[:2]) >= (4, 2)  # else the hold ends at the re-run's commit
+    topic, group, result = run(broker, fresh_name, tmp_path, "fail-once", records, lock_ms=60000, released_at_stop=renews)
     assert result["restarts"] == 1
     landed = Counter(result["landed"])
     lost, doubled = records - len(landed), sum(n - 1 for n in landed.values())

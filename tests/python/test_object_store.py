@@ -98,7 +98,9 @@ def test_without_the_conditional_write_the_store_says_it_is_not_atomic(s3: str) 
 
 
 @pytest.mark.parametrize("broker", [NEWEST], indirect=True, ids=[f"kafka-{NEWEST}"])
-@pytest.mark.parametrize("strategy", ["checkpoint-dedup", "two-phase-commit"])
+# Two-phase-commit only: it pins and drops redeliveries as checkpoint-dedup does, and its phase 2 also
+# watches the commit log in the bucket (checkpoint-dedup's cell was dropped from CI for time; `make chaos` has it).
+@pytest.mark.parametrize("strategy", ["two-phase-commit"])
 def test_driver_crash_with_the_checkpoint_on_s3_loses_nothing(broker: Broker, s3: str, tmp_path: Path, strategy: str) -> None:
     """F4 (the driver killed after offset log N, before the sink has N; restart) with every checkpoint file,
     Spark's and the source's, in the bucket."""

@@ -3,7 +3,8 @@
 Usage: explicit_stream.py '<json config>'. Prints one JSON line with what happened.
 
 Config keys: bootstrap, topic, group, checkpoint, sink, scenario, timeout_s, options (extra source
-options), marker (a file that makes the "fail-once" failure happen once), strategy, union_rate (the
+options), marker (a file that makes the "fail-once" failure happen once), released_at_stop (fail-once:
+the failure's stop RELEASEs the held records, as where the watcher renews), strategy, union_rate (the
 stream is unioned with a `rate` stream: Spark runs batches in which only the rate source moved, so
 its batch ids run ahead of the batches this source takes part in).
 
@@ -15,7 +16,8 @@ Scenarios:
   poison     key "7" fails every time (released); every other key is accepted. Ends when every
              other key landed and the source reports a rejected record.
   fail-once  accept everything, but the first batch with records fails after deciding; the query is
-             started again. Ends when every key landed.
+             started again. Ends when every key landed and the failed batch's records, RELEASEd at
+             the stop, came back and were dropped.
   bad-decisions  the first batch with records tries an unknown decision and a record of no batch;
              reports both errors, then accepts everything.
   release-by-default  decides nothing on a first delivery (kafka.share.acknowledgment.default=release
@@ -101,6 +103,8 @@ def process(batch: DataFrame, batch_id: int) -> None:
     spark_kafka_share.acknowledge(decided.where(F.col("decision").isNotNull()), batch_id, config["group"])
     if scenario == "fail-once" and not marker.exists():
         marker.touch()
+        # Held until the batch commits; the stop the failure brings RELEASEs them, and they come back.
+        result["failed_batch_rows"] = rows.count()
         raise RuntimeError("injected: the batch fails after its decisions were given")
 
 
@@ -160,6 +164,11 @@ def every_batch_committed() -> bool:
     return bool(offsets) and offsets <= ids("commits")
 
 
+def dropped_since_restart() -> int:
+    progress = query.lastProgress
+    return int(progress["sources"][0]["metrics"].get("redeliveriesDroppedTotal", "0")) if progress else 0
+
+
 def done(expected: set[str], landed: list[str]) -> bool:
     if not expected <= set(landed):
         return False
@@ -168,8 +177,11 @@ def done(expected: set[str], landed: list[str]) -> bool:
     if not every_batch_committed():
         return False
     if scenario == "fail-once":
-        # The failed batch wrote the sink before it failed: done only once it ran again and committed.
-        return restarts >= 1
+        # The failed batch wrote the sink before it failed: done only once it ran again and committed,
+        # and once its records, RELEASEd when the failure stopped the query, came back and were dropped
+        # as redeliveries of pinned records (acknowledged with the re-run's decisions).
+        released = bool(config.get("released_at_stop", True))  # where the watcher renews (Kafka 4.2+)
+        return restarts >= 1 and (not released or dropped_since_restart() >= int(str(result.get("failed_batch_rows", 0))))
     if scenario == "poison":
         progress = query.lastProgress
         return progress is not None and int(progress["sources"][0]["metrics"].get("recordsRejectedTotal", "0")) > 0

@@ -1,11 +1,13 @@
 package io.github.kafkashare.spark.ack
 
 import java.util.concurrent.atomic.AtomicLong
-import java.util.concurrent.{ConcurrentHashMap, ConcurrentLinkedQueue, Executors, ThreadFactory, TimeUnit}
+import java.util.concurrent.{ConcurrentHashMap, ConcurrentLinkedQueue, TimeUnit}
 
 import scala.jdk.CollectionConverters._
 import scala.util.control.NonFatal
 
+import io.github.kafkashare.spark.runtime.JvmResources
+import io.github.kafkashare.spark.ack.AcknowledgementPlan.AtCheck
 import io.github.kafkashare.spark.consumer.{Clock, ConsumerKey, PooledShareConsumer, ShareConsumerPool}
 import io.github.kafkashare.spark.offsets.{DecisionLog, SerializableHadoopConf, SourceMarkers}
 import io.github.kafkashare.spark.options.Decision
@@ -29,11 +31,7 @@ import org.apache.spark.internal.Logging
  * lock duration. A renewal the broker refuses ends the hold as below.
  *
  * If the commit does not come before the locks near their end (and cannot be renewed), the batch has
- * failed or is too slow:
- *  - two-phase commit ACCEPTs: the records are pinned, so the batch replays them from the topic
- *    whenever it runs again; letting the locks expire would hand them to other members of the group;
- *  - explicit mode RELEASEs: the user decides when the batch runs again, and a record whose decision
- *    then is ACCEPT or REJECT is acknowledged quietly when it comes back (see the stream's dedup).
+ * failed or is too slow: two-phase commit ACCEPTs, explicit mode RELEASEs ([[AcknowledgementPlan]] says why).
  *
  * One watcher per JVM serves every query ([[CommitWatcher.holdUntilCommitted]]); tests build their own
  * with a clock they move by hand and call [[checkHolds]] themselves.
@@ -57,10 +55,6 @@ final class CommitWatcher(clock: Clock, pool: ShareConsumerPool) extends Logging
     // When the query's stopped marker is next looked up (only the watcher's thread reads and writes it).
     var nextStopCheckNanos: Long = 0L
   }
-
-  private sealed trait RenewOutcome
-  private case object Renewed     extends RenewOutcome
-  private case object RenewFailed extends RenewOutcome
 
   private final class Counters { val accepted, released, rejected = new AtomicLong }
 
@@ -95,39 +89,43 @@ final class CommitWatcher(clock: Clock, pool: ShareConsumerPool) extends Logging
 
   /**
    * One round: every hold whose commit came, or whose deadline passed, gets its phase 2; a hold with a
-   * renewal is renewed at its deadline instead, and ends early when its query stopped.
+   * renewal is renewed at its deadline instead, and ends early when its query stopped
+   * ([[AcknowledgementPlan.atCheck]] decides which).
    */
   def checkHolds(): Unit = holds.asScala.toList.foreach { hold =>
     try {
       val committed = CheckpointStore.of(hold.commitFile, hold.conf.value).exists(hold.commitFile)
       val now       = clock.nanoTime()
-      val late      = now > hold.deadlineNanos
-      val stopped   = !committed && queryStopped(hold, now)
-      if (committed || late || stopped) {
-        // The decisions are read before the hold is let go: if that read fails, the next check retries.
-        val decide  = if (committed) Some(hold.explicit.map(decider).getOrElse((_: (String, Int, Long)) => Decision.Accept)) else None
-        val renewal = if (decide.isEmpty && !stopped && hold.renewal.nonEmpty) Some(renew(hold)) else None
-        if (!renewal.contains(Renewed)) {
+      val explicit  = hold.explicit.nonEmpty
+      AcknowledgementPlan.atCheck(
+        committed,
+        late = now > hold.deadlineNanos,
+        stopped = !committed && queryStopped(hold, now),
+        renewable = hold.renewal.nonEmpty,
+        explicit
+      ) match {
+        case AtCheck.Wait           => ()
+        case AtCheck.ApplyDecisions =>
+          // The decisions are read before the hold is let go: if that read fails, the next check retries.
+          val decide = hold.explicit.map(decider).getOrElse((_: (String, Int, Long)) => Decision.Accept)
           holds.remove(hold)
-          if (decide.nonEmpty) acknowledge(hold, decide.get, keep = true)
-          else {
-            val instead = if (hold.explicit.isEmpty) Decision.Accept else Decision.Release
-            val why =
-              if (stopped) "the query stopped before it came"
-              else if (renewal.nonEmpty) "its locks could not be renewed"
-              else "it did not come within the lock duration. Raise the group's share.record.lock.duration.ms or shorten batches"
-            logWarning(
-              s"batch commit ${hold.commitFile}: $why; ${instead.name.toUpperCase}ing its ${hold.consumer.holding} held records now."
-            )
-            // After a renewal that failed midway the client's state is not known: it is closed, not pooled.
-            acknowledge(hold, _ => instead, keep = renewal.isEmpty)
-          }
+          acknowledge(hold, decide, keep = true)
           markDone(hold)
-        }
+        case AtCheck.Renew          => if (!renew(hold)) giveUp(hold, AcknowledgementPlan.renewalFailed(explicit))
+        case giving: AtCheck.GiveUp => giveUp(hold, giving)
       }
     } catch {
       case NonFatal(e) => logWarning(s"checking ${hold.commitFile} failed; will retry", e)
     }
+  }
+
+  private def giveUp(hold: Hold, giving: AtCheck.GiveUp): Unit = {
+    holds.remove(hold)
+    logWarning(
+      s"batch commit ${hold.commitFile}: ${giving.why}; ${giving.instead.name.toUpperCase}ing its ${hold.consumer.holding} held records now."
+    )
+    acknowledge(hold, _ => giving.instead, keep = giving.poolConsumer)
+    markDone(hold)
   }
 
   /**
@@ -145,9 +143,9 @@ final class CommitWatcher(clock: Clock, pool: ShareConsumerPool) extends Logging
   /**
    * Renews the locks of a hold whose commit has not come and holds it for another half lock. Failed when
    * the broker refused a partition's renewal (the records of such a partition are no longer this
-   * consumer's to acknowledge) or the renewal did not complete.
+   * consumer's to acknowledge) or the renewal did not complete: false.
    */
-  private def renew(hold: Hold): RenewOutcome = {
+  private def renew(hold: Hold): Boolean = {
     val renewal = hold.renewal.get
     val refused =
       try hold.consumer.renewHeld(renewal.commitTimeoutMs, renewal.pollBackMs)
@@ -157,14 +155,14 @@ final class CommitWatcher(clock: Clock, pool: ShareConsumerPool) extends Logging
         logWarning(s"kafka-share: renewing the locks of ${hold.commitFile.getName}'s held records of $t-$p failed " +
           s"(${e.getMessage}); their locks run out within a lock duration")
       }
-      RenewFailed
+      false
     } else {
       if (hold.renewals == 0)
         logInfo(s"kafka-share: batch commit ${hold.commitFile} is not there yet; renewing the locks of its " +
           s"${hold.consumer.holding} held records every ${renewal.everyMs} ms until it is")
       holds.remove(hold)
       holds.add(hold.copy(deadlineNanos = clock.nanoTime() + TimeUnit.MILLISECONDS.toNanos(renewal.everyMs), renewals = hold.renewals + 1))
-      Renewed
+      true
     }
   }
 
@@ -175,7 +173,7 @@ final class CommitWatcher(clock: Clock, pool: ShareConsumerPool) extends Logging
 
   private def decider(explicit: ExplicitDecisions): ((String, Int, Long)) => Decision = {
     val decided = explicit.log.decisions(explicit.batch).getOrElse(Map.empty)
-    record => decided.getOrElse(record, explicit.default)
+    AcknowledgementPlan.decisionOf(decided, explicit.default)
   }
 
   private def acknowledge(hold: Hold, decide: ((String, Int, Long)) => Decision, keep: Boolean): Unit = {
@@ -226,22 +224,8 @@ object CommitWatcher {
   /** Acknowledgements made here, per query (consumer key), that no read task of it has reported yet. */
   final case class Counts(accepted: Long, released: Long, rejected: Long)
 
-  // This JVM's watcher, created (and its thread started: a round every 100 ms) by the first hold.
-  @volatile private var started: CommitWatcher = null
-
-  private def shared: CommitWatcher = synchronized {
-    if (started == null) {
-      val watcher = new CommitWatcher(Clock.System, ShareConsumerPool.shared)
-      val timer = Executors.newSingleThreadScheduledExecutor(new ThreadFactory {
-        override def newThread(r: Runnable): Thread = {
-          val t = new Thread(r, "kafka-share-commit-watcher"); t.setDaemon(true); t
-        }
-      })
-      timer.scheduleWithFixedDelay(() => watcher.checkHolds(), 100, 100, TimeUnit.MILLISECONDS)
-      started = watcher
-    }
-    started
-  }
+  // This JVM's watcher ([[io.github.kafkashare.spark.runtime.JvmResources]] owns it), started by the first hold.
+  private def shared: CommitWatcher = JvmResources.commitWatcher
 
   def holdUntilCommitted(
       consumer: PooledShareConsumer,
@@ -255,5 +239,5 @@ object CommitWatcher {
     shared.holdUntilCommitted(consumer, commitFile, conf, maxHoldMs, renewal, explicit, done)
 
   /** What this JVM's watcher acknowledged for `key` since the last call (nothing before its first hold). */
-  def takeCounts(key: ConsumerKey): Counts = Option(started).fold(Counts(0, 0, 0))(_.takeCounts(key))
+  def takeCounts(key: ConsumerKey): Counts = JvmResources.commitWatcherIfStarted.fold(Counts(0, 0, 0))(_.takeCounts(key))
 }

@@ -6,7 +6,7 @@ import java.util.Properties
 import scala.jdk.CollectionConverters._
 
 import io.github.kafkashare.spark.options.Decision
-import org.apache.kafka.clients.consumer.{AcknowledgeType, ConsumerRecord, KafkaShareConsumer}
+import org.apache.kafka.clients.consumer.{AcknowledgeType, ConsumerRecord, KafkaShareConsumer, ShareConsumer}
 import org.apache.kafka.common.serialization.ByteArrayDeserializer
 
 /**
@@ -36,16 +36,21 @@ import org.apache.kafka.common.serialization.ByteArrayDeserializer
  * nothing behind (with one leader broker per consumer's partitions; a second leader's response can
  * still come), and a poll during which no fetch response came (the client's `fetch-total` metric)
  * returned buffered records.
+ *
+ * @param open makes the client from its settings: Kafka's share consumer, or in unit tests Kafka's
+ *             `MockShareConsumer` (PooledShareConsumerSuite)
  */
-final class PooledShareConsumer(val key: ConsumerKey) {
+final class PooledShareConsumer(val key: ConsumerKey, open: Properties => ShareConsumer[Array[Byte], Array[Byte]]) {
   import PooledShareConsumer.Record
+
+  def this(key: ConsumerKey) = this(key, PooledShareConsumer.kafkaClient)
 
   private val consumer = {
     val props = new Properties
     key.params.foreach { case (k, v) => props.put(k, v) }
     props.put("group.id", key.groupId)
     props.put("share.acknowledgement.mode", "explicit")
-    new KafkaShareConsumer[Array[Byte], Array[Byte]](props, new ByteArrayDeserializer, new ByteArrayDeserializer)
+    open(props)
   }
   private var subscribed: Set[String] = Set.empty
   // Acquired and not yet acknowledged, by identity (a record is added and removed once per poll: an
@@ -349,6 +354,10 @@ object PooledShareConsumer {
   final case class Polled(records: Seq[Record], acquiredAtNanos: Long, fromCarry: Boolean)
 
   /** How many times the broker delivered `record`, this time included (1 where the broker does not say). */
+  /** Kafka's share consumer, reading keys and values as bytes. */
+  def kafkaClient(props: Properties): ShareConsumer[Array[Byte], Array[Byte]] =
+    new KafkaShareConsumer[Array[Byte], Array[Byte]](props, new ByteArrayDeserializer, new ByteArrayDeserializer)
+
   def deliveryCountOf(record: ConsumerRecord[_, _]): Int = if (record.deliveryCount.isPresent) record.deliveryCount.get.toInt else 1
 
   def kafkaType(decision: Decision): AcknowledgeType = decision match {

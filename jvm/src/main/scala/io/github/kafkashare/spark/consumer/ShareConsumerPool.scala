@@ -1,11 +1,12 @@
 package io.github.kafkashare.spark.consumer
 
-import java.util.concurrent.{ConcurrentHashMap, ConcurrentLinkedDeque, Executors, TimeUnit}
+import java.util.concurrent.{ConcurrentHashMap, ConcurrentLinkedDeque, TimeUnit}
 import java.util.concurrent.atomic.AtomicLong
 
 import scala.jdk.CollectionConverters._
 import scala.util.control.NonFatal
 
+import io.github.kafkashare.spark.runtime.JvmResources
 import io.github.kafkashare.spark.ack.CommitWatcher
 import io.github.kafkashare.spark.offsets.SourceMarkers
 import org.apache.spark.internal.Logging
@@ -40,7 +41,8 @@ import org.apache.spark.internal.Logging
  *    query's `stopped` marker appearing in its checkpoint ([[SourceMarkers]], registered by `watch`).
  * No capacity limit: the pool holds at most as many consumers as tasks ran at once on this executor.
  *
- * One pool per JVM serves every query ([[ShareConsumerPool.shared]]); tests build their own with a
+ * One pool per JVM serves every query ([[ShareConsumerPool.shared]], held by
+ * [[io.github.kafkashare.spark.runtime.JvmResources]]); tests build their own with a
  * clock they move by hand and call [[evictIdle]] themselves.
  *
  * @param clock tells how long consumers have been idle (the pool dates them when they come back; a carry
@@ -135,7 +137,8 @@ final class ShareConsumerPool(clock: Clock, open: ConsumerKey => PooledShareCons
   /** `consumer` is out with a commit watcher and will come back through giveBack or discard. */
   def expectBack(consumer: PooledShareConsumer): Unit = {
     consumer.expectedBack = true
-    held.computeIfAbsent(consumer.key, _ => new AtomicLong()).incrementAndGet()
+    // Counted inside compute: a stopped query's counter is dropped (forgetStopped) only at 0, atomically.
+    held.compute(consumer.key, (_, count) => { val c = if (count == null) new AtomicLong() else count; c.incrementAndGet(); c })
   }
 
   private def cameBack(consumer: PooledShareConsumer): Unit = if (consumer.expectedBack) {
@@ -162,7 +165,11 @@ final class ShareConsumerPool(clock: Clock, open: ConsumerKey => PooledShareCons
       consumer.idleSinceNanos = clock.nanoTime()
       val wasHeld = consumer.expectedBack
       consumer.expectedBack = false
-      idle.computeIfAbsent(consumer.key, _ => new ConcurrentLinkedDeque()).addFirst(consumer)
+      // Added inside compute: an empty queue of a stopped query is dropped (forgetStopped) atomically with this.
+      idle.compute(
+        consumer.key,
+        (_, queue) => { val q = if (queue == null) new ConcurrentLinkedDeque[PooledShareConsumer]() else queue; q.addFirst(consumer); q }
+      )
       // Counted back only now: a borrower that sees the count drop must find the consumer in the pool.
       if (wasHeld) held.get(consumer.key).decrementAndGet()
     } catch {
@@ -224,11 +231,24 @@ final class ShareConsumerPool(clock: Clock, open: ConsumerKey => PooledShareCons
     }
   }
 
-  private def closeStopped(): Unit = idle.asScala.foreach { case (key, queue) =>
-    Option(markersOf.get(key)).filter(_ => !queue.isEmpty).filter(_.stopped).foreach { _ =>
-      logInfo(s"kafka-share: the query of $key stopped; closing its ${queue.size} idle consumer(s)")
-      drain(queue)
+  /**
+   * Closes the idle consumers of the queries whose stopped marker appeared, and forgets such a query once
+   * nothing of it is idle or held. A query run again in this JVM is watched again by its first task.
+   */
+  private def closeStopped(): Unit = markersOf.asScala.foreach { case (key, markers) =>
+    if (markers.stopped) {
+      Option(idle.get(key)).filterNot(_.isEmpty).foreach { queue =>
+        logInfo(s"kafka-share: the query of $key stopped; closing its ${queue.size} idle consumer(s)")
+        drain(queue)
+      }
+      forgetStopped(key, markers)
     }
+  }
+
+  private def forgetStopped(key: ConsumerKey, markers: SourceMarkers): Unit = {
+    idle.computeIfPresent(key, (_, queue) => if (queue.isEmpty) null else queue)
+    held.computeIfPresent(key, (_, count) => if (count.get == 0) null else count)
+    if (!idle.containsKey(key) && !held.containsKey(key)) markersOf.remove(key, markers)
   }
 
   private def closeLongIdle(): Unit = idle.values.asScala.foreach { queue =>
@@ -241,6 +261,9 @@ final class ShareConsumerPool(clock: Clock, open: ConsumerKey => PooledShareCons
     aged.foreach(c => if (queue.remove(c)) Option(withFreshCarry(c)).foreach(queue.addLast))
     toClose.filter(queue.remove).foreach(c => if (unused(c)) discard(c) else queue.addLast(c))
   }
+
+  /** How many queries the pool keeps entries for (for tests). */
+  private[consumer] def queriesKnown: Int = (idle.keySet.asScala ++ held.keySet.asScala ++ markersOf.keySet.asScala).size
 
   /** How many consumers of `key` wait in the pool (for tests). */
   private[consumer] def idleCount(key: ConsumerKey): Int = Option(idle.get(key)).fold(0)(_.size)
@@ -263,28 +286,8 @@ object ShareConsumerPool extends Logging {
    */
   val MaxIdleRenewMs: Long = 15 * 60 * 1000L
 
-  /**
-   * This JVM's pool. Nothing runs before a read task first uses it: then its evictor starts (a daemon
-   * thread, a round every second) and a shutdown hook that closes what is idle.
-   */
-  lazy val shared: ShareConsumerPool = {
-    val pool = new ShareConsumerPool(Clock.System, new PooledShareConsumer(_))
-    val evictor = Executors.newSingleThreadScheduledExecutor { r =>
-      val t = new Thread(r, "kafka-share-consumer-evictor"); t.setDaemon(true); t
-    }
-    evictor.scheduleWithFixedDelay(
-      () =>
-        try pool.evictIdle()
-        catch {
-          case NonFatal(e) => logWarning("closing idle share consumers failed", e)
-        },
-      1,
-      1,
-      TimeUnit.SECONDS
-    )
-    sys.addShutdownHook(pool.closeAll())
-    pool
-  }
+  /** This JVM's pool ([[io.github.kafkashare.spark.runtime.JvmResources]] owns it). */
+  def shared: ShareConsumerPool = JvmResources.consumerPool
 
   def borrow(key: ConsumerKey): PooledShareConsumer         = shared.borrow(key)
   def giveBack(consumer: PooledShareConsumer): Unit         = shared.giveBack(consumer)

@@ -88,16 +88,7 @@ object ShareSourceOptions {
     val bootstrap = required(BootstrapServers, "broker1:9092,broker2:9092")
     val group     = required(GroupId, "orders-processing")
 
-    val defaultDecision = get(DefaultDecision).map(v =>
-      enumValue(DefaultDecision, Some(v), Seq("accept" -> (Decision.Accept: Decision), "release" -> Decision.Release), Decision.Accept)
-    )
-    val mode = get(AckMode).map(_.toLowerCase(Locale.ROOT)).getOrElse("implicit") match {
-      case "implicit" =>
-        if (defaultDecision.nonEmpty) throw ShareSourceErrors.onlyWith(DefaultDecision, s"$AckMode=explicit")
-        AcknowledgmentMode.Implicit
-      case "explicit" => AcknowledgmentMode.Explicit(defaultDecision.getOrElse(Decision.Accept))
-      case other      => throw ShareSourceErrors.invalidValue(AckMode, other, "'implicit' or 'explicit'")
-    }
+    val mode          = parseMode(get)
     val maxDeliveries = get(MaxDeliveries).map(v => whole(MaxDeliveries, v).toInt)
     val deadLetter = get(DeadLetterTopic).map { t =>
       if (!OptionKind.isTopicName(t)) throw ShareSourceErrors.invalidValue(DeadLetterTopic, t, TopicNameRule)
@@ -139,6 +130,20 @@ object ShareSourceOptions {
       readDurationMs = get(ReadDurationMs).map(v => whole(ReadDurationMs, v))
         .getOrElse(DefaultReadDurationMs)
     )
+  }
+
+  /** kafka.share.acknowledgment.mode, with the default decision that only explicit mode takes. */
+  private def parseMode(get: String => Option[String]): AcknowledgmentMode = {
+    val defaultDecision = get(DefaultDecision).map(v =>
+      enumValue(DefaultDecision, Some(v), Seq("accept" -> (Decision.Accept: Decision), "release" -> Decision.Release), Decision.Accept)
+    )
+    get(AckMode).map(_.toLowerCase(Locale.ROOT)).getOrElse("implicit") match {
+      case "implicit" =>
+        if (defaultDecision.nonEmpty) throw ShareSourceErrors.onlyWith(DefaultDecision, s"$AckMode=explicit")
+        AcknowledgmentMode.Implicit
+      case "explicit" => AcknowledgmentMode.Explicit(defaultDecision.getOrElse(Decision.Accept))
+      case other      => throw ShareSourceErrors.invalidValue(AckMode, other, "'implicit' or 'explicit'")
+    }
   }
 
   private def lowerCase(key: String): String = key.toLowerCase(Locale.ROOT)

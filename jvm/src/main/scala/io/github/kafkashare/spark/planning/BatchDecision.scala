@@ -13,6 +13,9 @@ import io.github.kafkashare.spark.offsets.TopicPartitionRanges
  */
 private[planning] object BatchDecision {
 
+  /** The longest wait between probe batches that keep finding nothing. */
+  val MaxProbeWaitMs: Long = 10 * 60 * 1000L
+
   /**
    * @param ends             each partition's end offset now
    * @param plannedEnds      the end offsets when the last batch was planned (empty before the first)

@@ -21,7 +21,7 @@ import org.apache.kafka.common.errors.{
 import org.apache.spark.internal.Logging
 
 /** Everything the driver asks the cluster, through one Admin client. Driver only. */
-final class ClusterAccess(options: ShareSourceOptions) extends AutoCloseable with Logging {
+final class ClusterAccess(options: ShareSourceOptions) extends ClusterView with Logging {
 
   private val timeoutMs = ClusterAccess.TimeoutMs
 
@@ -80,8 +80,7 @@ final class ClusterAccess(options: ShareSourceOptions) extends AutoCloseable wit
     BrokerFeatures.of(maxMetadataVersion, finalizedMetadataVersion, shareVersion(metadata), group)
   }
 
-  /** The topics the subscription names now; a fixed list must exist. */
-  def resolveTopics(): Seq[String] = {
+  override def resolveTopics(): Seq[String] = {
     val existing = await(admin.listTopics().names()).asScala.toSet
     options.subscription match {
       case Subscription.Topics(names) =>
@@ -93,11 +92,7 @@ final class ClusterAccess(options: ShareSourceOptions) extends AutoCloseable wit
     }
   }
 
-  /** The log end offset of every partition of `topics`. */
-  def endOffsets(topics: Seq[String]): Map[(String, Int), Long] = topicsNow(topics).ends
-
-  /** The log end offset of every partition of `topics`, and each topic's id, in one look. */
-  def topicsNow(topics: Seq[String]): TopicsNow =
+  override def topicsNow(topics: Seq[String]): TopicsNow =
     if (topics.isEmpty) TopicsNow(Map.empty, Map.empty)
     else {
       val described = await(admin.describeTopics(topics.asJava).allTopicNames()).asScala
@@ -110,8 +105,7 @@ final class ClusterAccess(options: ShareSourceOptions) extends AutoCloseable wit
       TopicsNow(ends, described.map { case (t, d) => t -> d.topicId.toString }.toMap)
     }
 
-  /** The id of the cluster the bootstrap servers lead to. */
-  def clusterId(): String = await(admin.describeCluster().clusterId())
+  override def clusterId(): String = await(admin.describeCluster().clusterId())
 
   /**
    * The group's start offset per partition: every record below it is acknowledged for good.
@@ -124,7 +118,7 @@ final class ClusterAccess(options: ShareSourceOptions) extends AutoCloseable wit
    * The group's start offset per partition, with the lag the broker computes for it where the broker
    * reports one (KIP-1226, Kafka 4.2 and later; None from 4.1 brokers). Empty when the group has no state yet.
    */
-  def groupOffsets(): Map[(String, Int), GroupPartitionOffset] =
+  override def groupOffsets(): Map[(String, Int), GroupPartitionOffset] =
     try {
       await(admin.listShareGroupOffsets(Map(options.groupId -> new ListShareGroupOffsetsSpec()).asJava)
         .partitionsToOffsetInfo(options.groupId)).asScala.collect {
@@ -194,7 +188,7 @@ final class ClusterAccess(options: ShareSourceOptions) extends AutoCloseable wit
    * topic (errors.deadletterqueue.topic.name, where the broker copies such records), or when the
    * settings cannot be read: then no record is treated as being on its last attempt.
    */
-  def deliveryCountLimit(): Option[Int] =
+  override def deliveryCountLimit(): Option[Int] =
     try {
       val group = groupSettings()
       if (group.get("errors.deadletterqueue.topic.name").exists(_.nonEmpty)) None

@@ -40,7 +40,7 @@ final class KafkaShareScan(options: ShareSourceOptions) extends Scan {
     val spark = SparkSession.active
     if (spark.conf.get("spark.speculation", "false").trim.equalsIgnoreCase("true"))
       throw ShareSourceErrors.speculationEnabled()
-    val started = KafkaShareMicroBatchStream.start(options, checkpointLocation, spark)
+    val started = StreamStart(options, checkpointLocation, spark)
     stream = Some(started)
     started
   }

@@ -2,10 +2,11 @@ package io.github.kafkashare.spark.reader
 
 import java.nio.charset.StandardCharsets.UTF_8
 import java.util.Properties
-import java.util.concurrent.{ConcurrentHashMap, TimeUnit}
+import java.util.concurrent.TimeUnit
 
 import scala.util.control.NonFatal
 
+import io.github.kafkashare.spark.runtime.JvmResources
 import io.github.kafkashare.spark.consumer.PooledShareConsumer
 import io.github.kafkashare.spark.errors.ShareSourceErrors
 import org.apache.kafka.clients.consumer.ConsumerRecord
@@ -29,12 +30,10 @@ object DeadLetters {
     "kafka-share.origin.group"
   )
 
-  // One producer per executor JVM and client settings; KafkaProducer is thread-safe.
-  private val producers = new ConcurrentHashMap[Map[String, String], KafkaProducer[Array[Byte], Array[Byte]]]()
-
   def send(records: Seq[ConsumerRecord[Array[Byte], Array[Byte]]], topic: String, groupId: String, params: Map[String, String]): Unit =
     if (records.nonEmpty) {
-      val producer = producers.computeIfAbsent(params, p => create(p))
+      // One producer per JVM and client settings (KafkaProducer is thread-safe), closed at exit.
+      val producer = JvmResources.deadLetterProducer(params, create)
       try {
         val sent = records.map { r =>
           val copy   = new ProducerRecord[Array[Byte], Array[Byte]](topic, null, r.timestamp, r.key, r.value, r.headers)

@@ -46,6 +46,16 @@ final case class KafkaShareInputPartition(
     poison: Option[PoisonPolicy]
 ) extends InputPartition {
 
+  /** What a poll of this task is judged by ([[PollClassification]]), with `shareLeft` records still to emit. */
+  private[reader] def pollLimits(shareLeft: Long, maxPollRecords: Int): PollClassification.Limits = PollClassification.Limits(
+    deliveryLimit = deliveryLimit,
+    maxDeliveries = poison.map(_.maxDeliveries),
+    dropsRedeliveries = strategy.dropsRedeliveries,
+    shareLeft = shareLeft,
+    holdUntilCommit = holdUntilCommit,
+    maxPollRecords = maxPollRecords
+  )
+
   // Client settings can hold secrets: never print them.
   override def toString: String = s"KafkaShareInputPartition(batch $batch, task $task, topics ${topics.mkString(",")})"
 }

@@ -2,12 +2,11 @@ package io.github.kafkashare.spark.reader
 
 import scala.util.control.NonFatal
 
-import io.github.kafkashare.spark.ack.CommitWatcher
+import io.github.kafkashare.spark.ack.AcknowledgementPlan
 import io.github.kafkashare.spark.consumer.{PooledShareConsumer, ShareConsumerPool}
-import io.github.kafkashare.spark.errors.ShareSourceErrors
 import io.github.kafkashare.spark.metrics.{ShareSourceMetrics => Metrics, TaskCounters}
 import io.github.kafkashare.spark.offsets.AcquisitionEntry
-import org.apache.hadoop.fs.Path
+import io.github.kafkashare.spark.options.Decision
 import org.apache.kafka.clients.consumer.AcknowledgeType
 import org.apache.spark.internal.Logging
 
@@ -32,12 +31,8 @@ import org.apache.spark.internal.Logging
  * records until the commit cannot poll again (Kafka wants every record of a poll acknowledged first),
  * so those tasks poll once.
  * A failure before a part is pinned RELEASEs what that poll acquired. After, nothing is RELEASEd: the
- * records belong to this batch, and a retry replays them.
- *
- * A record on its last delivery attempt (delivered share.delivery.count.limit times) is never given
- * back for its lock's age: back with the group it would be archived, lost. Pinning it is safe even if
- * its lock ran out meanwhile, for the same reason: the broker archives it and gives it to nobody else,
- * so no other member can emit it too. Each such record is counted (metric recordsAtLastDelivery).
+ * records belong to this batch, and a retry replays them ([[AcknowledgementPlan]]). A record on its last
+ * delivery attempt is never given back for its lock's age ([[PollClassification.pinnableWhenSpent]]).
  *
  * @param replay what to yield when another attempt of this task pinned part 0 first: its records
  */
@@ -50,7 +45,8 @@ private[reader] final class PinnedPolls(
 
   private type Record = PooledShareConsumer.Record
 
-  private val startedAt = System.nanoTime
+  private val clock    = new TaskClock(partition)
+  private val unpinned = new UnpinnedRecords(partition, counters, clock)
   // Borrowed until the task's last part is acknowledged; then null (back in the pool, or held).
   private var consumer: PooledShareConsumer = ShareConsumerPool.borrow(partition.consumerKey)
   ShareConsumerPool.watch(partition.consumerKey, partition.markers)
@@ -80,15 +76,9 @@ private[reader] final class PinnedPolls(
     }
   }
 
-  // Where the task's time went (logged at DEBUG when it ends): polling, pinning, acknowledging, and
-  // outside, in Spark, between returning a part and asking for the next one.
-  private var pollNanos, pinNanos, ackNanos, outsideNanos = 0L
-  private var polls                                       = 0
-  private var lastReturn                                  = 0L
-
   private def nextPart(): Iterator[(Record, Int)] = {
     var pinned = false
-    if (lastReturn != 0) outsideNanos += System.nanoTime - lastReturn
+    if (clock.lastReturn != 0) clock.outsideNanos += System.nanoTime - clock.lastReturn
     try {
       val poll     = pollOnce()
       val polledAt = poll.acquiredAtNanos
@@ -104,15 +94,16 @@ private[reader] final class PinnedPolls(
         finish(polledAt)
         return Iterator.empty
       }
-      val pinStart       = System.nanoTime
-      val ordered        = inReplayOrder(kept)
-      val entry          = AcquisitionEntry.of(ordered.map(r => (r.topic, r.partition, r.offset, PooledShareConsumer.deliveryCountOf(r))))
-      val (winner, ours) = partition.log.writeIfAbsent(partition.batch, partition.task, entry, part)
-      pinNanos += System.nanoTime - pinStart
+      val pinStart         = System.nanoTime
+      val (ordered, entry) = PartEntry.of(kept)
+      val (winner, ours)   = partition.log.writeIfAbsent(partition.batch, partition.task, entry, part)
+      clock.pinNanos += System.nanoTime - pinStart
       pinned = ours
-      if (!ours) partTakenByAnother(kept, winner, polledAt)
-      else if (partition.holdUntilCommit && kept.nonEmpty) holdUntilCommit(ordered, polledAt)
-      else acceptPart(ordered, entry, plan.pollAgain, polledAt)
+      AcknowledgementPlan.forPart(ours, partition.holdUntilCommit, kept.nonEmpty) match {
+        case AcknowledgementPlan.ForPart.GiveBack        => partTakenByAnother(kept, winner, polledAt)
+        case AcknowledgementPlan.ForPart.HoldUntilCommit => holdUntilCommit(ordered, polledAt)
+        case AcknowledgementPlan.ForPart.Accept          => acceptPart(ordered, entry, plan.pollAgain, polledAt)
+      }
     } catch {
       case NonFatal(e) =>
         abandon(pinned)
@@ -122,9 +113,10 @@ private[reader] final class PinnedPolls(
 
   private def pollOnce(): PooledShareConsumer.Polled = {
     val pollStart = System.nanoTime
-    val timeoutMs = if (part == 0 && emitted == 0) partition.pollTimeoutMs else math.max(1L, math.min(LaterPollTimeoutMs, budgetLeftMs))
-    val poll      = consumer.poll(partition.topics, timeoutMs)
-    polls += 1; pollNanos += System.nanoTime - pollStart
+    val timeoutMs =
+      if (part == 0 && emitted == 0) partition.pollTimeoutMs else math.max(1L, math.min(LaterPollTimeoutMs, clock.budgetLeftMs))
+    val poll = consumer.poll(partition.topics, timeoutMs)
+    clock.polls += 1; clock.pollNanos += System.nanoTime - pollStart
     if (!poll.fromCarry) counters.add(Metrics.Acquired, poll.records.size)
     poll
   }
@@ -135,19 +127,17 @@ private[reader] final class PinnedPolls(
     val plan = PollClassification.plan[Record](
       poll.records,
       PooledShareConsumer.deliveryCountOf,
-      lockSpent = lockAgeMs(polledAt) > pinnableLockAgeMs,
+      lockSpent = clock.lockSpent(polledAt),
       fromCarry = poll.fromCarry,
       limits,
-      budgetLeft = () => budgetLeftMs > 0,
+      budgetLeft = () => clock.budgetLeftMs > 0,
       pinnedElsewhere = pinnedElsewhere.split
     )
     counters.add(Metrics.MaxDeliveryCount, plan.maxCount)
-    if (!poll.fromCarry && plan.someOnLastAttempt(partition.deliveryLimit)) noteLastAttempts(poll.records)
-    giveBackSpent(plan.spent, polledAt, "(was this JVM paused?)")
-    rejectPoison(plan.poison)
-    consumer.acknowledge(plan.redelivered, AcknowledgeType.ACCEPT)
-    counters.add(Metrics.Dropped, plan.redelivered.size)
-    counters.add(Metrics.Accepted, plan.redelivered.size)
+    if (!poll.fromCarry && plan.someOnLastAttempt) unpinned.noteLastAttempts(poll.records)
+    unpinned.giveBackSpent(consumer, plan.spent, polledAt, "(was this JVM paused?)")
+    unpinned.rejectPoison(consumer, plan.poison)
+    unpinned.dropRedelivered(consumer, plan.redelivered)
     consumer.carry(plan.carry, polledAt)
     plan
   }
@@ -157,10 +147,10 @@ private[reader] final class PinnedPolls(
    * have spent the lock: another member may hold these records by now. Gives those back.
    */
   private def recheckLocks(keep: Seq[Record], polledAt: Long): Seq[Record] =
-    if (lockAgeMs(polledAt) <= pinnableLockAgeMs) keep
+    if (!clock.lockSpent(polledAt)) keep
     else {
       val (lastAttempt, giveBack) = PollClassification.pinnableWhenSpent(keep, PooledShareConsumer.deliveryCountOf, partition.deliveryLimit)
-      giveBackSpent(giveBack, polledAt, "after the checks before pinning")
+      unpinned.giveBackSpent(consumer, giveBack, polledAt, "after the checks before pinning")
       lastAttempt
     }
 
@@ -184,19 +174,8 @@ private[reader] final class PinnedPolls(
   /** Two-phase-commit and explicit mode: the consumer goes to the commit watcher with the records held. */
   private def holdUntilCommit(ordered: Seq[Record], polledAt: Long): Iterator[(Record, Int)] = {
     consumer.commit() // the dropped and poison records; the kept ones stay held
-    counters.add(Metrics.LockUsedPercent, lockUsedPercent(polledAt))
-    // The locks started at the fetch, which for a carry or the client's buffer was some time ago.
-    val renewal    = if (partition.renewLocks) Some(CommitWatcher.Renewal(partition.lockDurationMs)) else None
-    val lockLeftMs = renewal.fold((partition.lockDurationMs * 0.8).toLong)(_.everyMs) - lockAgeMs(polledAt)
-    CommitWatcher.holdUntilCommitted(
-      consumer,
-      new Path(partition.commitFile),
-      partition.hadoopConf,
-      math.max(lockLeftMs, 0L),
-      renewal,
-      partition.explicitDefault.map(CommitWatcher.ExplicitDecisions(partition.decisions, partition.batch, _)),
-      CommitWatcher.DoneMark(partition.markers, partition.batch, partition.task)
-    )
+    counters.add(Metrics.LockUsedPercent, clock.lockUsedPercent(polledAt))
+    CommitHold.handOver(partition, consumer, clock.lockAgeMs(polledAt))
     consumer = null
     withCounts(ordered)
   }
@@ -205,8 +184,8 @@ private[reader] final class PinnedPolls(
   private def acceptPart(ordered: Seq[Record], entry: AcquisitionEntry, pollAgain: Boolean, polledAt: Long): Iterator[(Record, Int)] = {
     val ackStart = System.nanoTime
     consumer.acknowledge(ordered, AcknowledgeType.ACCEPT)
-    ackNanos += System.nanoTime - ackStart
-    lastReturn = System.nanoTime
+    clock.ackNanos += System.nanoTime - ackStart
+    clock.lastReturn = System.nanoTime
     counters.add(Metrics.Accepted, ordered.size)
     pinnedElsewhere.addOwnPart(entry)
     emitted += ordered.size
@@ -215,78 +194,28 @@ private[reader] final class PinnedPolls(
     withCounts(ordered)
   }
 
-  /**
-   * A failure: before the part was pinned, RELEASE what the consumer holds (nobody will emit it);
-   * after, ACCEPT it: the records belong to this batch, and a retry replays them.
-   */
+  /** A failure: what the consumer holds is ACCEPTed or RELEASEd ([[AcknowledgementPlan.onFailure]]). */
   private def abandon(pinned: Boolean): Unit = {
     val failed = consumer
     consumer = null
     if (failed != null) {
-      if (!pinned) counters.add(Metrics.Released, failed.holding)
+      val decision = AcknowledgementPlan.onFailure(pinned)
+      if (decision == Decision.Release) counters.add(Metrics.Released, failed.holding)
       try {
-        if (pinned) failed.acceptHeld() else failed.releaseHeld()
+        if (decision == Decision.Accept) failed.acceptHeld() else failed.releaseHeld()
         ShareConsumerPool.giveBack(failed)
       } catch { case NonFatal(_) => ShareConsumerPool.discard(failed) }
     }
   }
 
-  private def limits = PollClassification.Limits(
-    deliveryLimit = partition.deliveryLimit,
-    maxDeliveries = partition.poison.map(_.maxDeliveries),
-    dropsRedeliveries = partition.strategy.dropsRedeliveries,
-    shareLeft = partition.maxRecords - emitted,
-    holdUntilCommit = partition.holdUntilCommit,
-    maxPollRecords = consumer.maxPollRecords
-  )
-
-  /** RELEASEs records whose locks are too far spent to pin (those on their last attempt are kept by the caller). */
-  private def giveBackSpent(records: Seq[Record], polledAt: Long, when: String): Unit = if (records.nonEmpty) {
-    logWarning(s"kafka-share: batch ${partition.batch} task ${partition.task}: ${records.size} record(s) acquired " +
-      s"${lockAgeMs(polledAt)} ms ago are too close to the end of their ${partition.lockDurationMs} ms lock to pin " +
-      s"$when; giving them back to the group (those on their last delivery attempt are kept)")
-    consumer.acknowledge(records, AcknowledgeType.RELEASE)
-    counters.add(Metrics.Released, records.size)
-  }
-
-  /**
-   * Records delivered more than kafka.share.maxDeliveries times: to the dead-letter topic (confirmed),
-   * then REJECTed, never emitted. The REJECT goes out with the task's next acknowledgements.
-   */
-  private def rejectPoison(poison: Seq[Record]): Unit = if (poison.nonEmpty) {
-    val policy = partition.poison.get
-    policy.deadLetterTopic.foreach(DeadLetters.send(poison, _, partition.consumerKey.groupId, partition.consumerKey.params))
-    consumer.acknowledge(poison, AcknowledgeType.REJECT)
-    counters.add(Metrics.Rejected, poison.size)
-    logWarning(s"kafka-share: ${poison.size} record(s) delivered more than ${policy.maxDeliveries} times rejected" +
-      policy.deadLetterTopic.fold("")(t => s" after writing them to '$t'") + ": " +
-      poison.take(5).map(r => s"${r.topic}-${r.partition}@${r.offset}").mkString(", "))
-  }
-
-  // deliveryLimit is Int.MaxValue where no record is lost at the limit (a dead-letter topic) or the
-  // limit is unknown: then no record is on its last attempt.
-  private def onLastAttempt(r: Record): Boolean = PooledShareConsumer.deliveryCountOf(r) >= partition.deliveryLimit
-
-  private def noteLastAttempts(records: Seq[Record]): Unit = {
-    val last = records.count(onLastAttempt)
-    if (last > 0) {
-      counters.add(Metrics.AtLastDelivery, last)
-      logWarning(s"kafka-share: batch ${partition.batch} task ${partition.task}: $last record(s) are on their last " +
-        s"delivery attempt (delivered ${partition.deliveryLimit} times, the group's limit): ${ShareSourceErrors.LastAttemptAdvice}")
-    }
-  }
-
-  private def inReplayOrder(records: Seq[Record]): Seq[Record] = records.sorted(ReplayOrder)
+  private def limits = partition.pollLimits(partition.maxRecords - emitted, consumer.maxPollRecords)
 
   private def withCounts(records: Seq[Record]): Iterator[(Record, Int)] =
     records.iterator.map(r => r -> PooledShareConsumer.deliveryCountOf(r))
 
   /** Sends the last acknowledgements, waiting for the answer, and gives the consumer back. */
   private def finish(polledAt: Long): Unit = {
-    // make bench-profile (tests/bench/profile_read.py) reads this line: keep the two in step.
-    logDebug(s"kafka-share: batch ${partition.batch} task ${partition.task}: $polls polls, $emitted records in " +
-      s"${(System.nanoTime - startedAt) / 1000000} ms: polling ${pollNanos / 1000000} ms, pinning ${pinNanos / 1000000} ms, " +
-      s"acknowledging ${ackNanos / 1000000} ms, in Spark ${outsideNanos / 1000000} ms")
+    logDebug(clock.summary(emitted))
     if (part == 0 && emitted == 0) {
       // The task ends with nothing: an empty part 0 makes every later attempt replay nothing. Losing
       // the race is harmless here: the caller's replay path reads the winner.
@@ -299,35 +228,15 @@ private[reader] final class PinnedPolls(
       logWarning(s"the broker refused acknowledgements for $t-$p (${e.getMessage}); pinned records will be " +
         "redelivered and, with an exactly-once strategy, dropped")
     }
-    counters.add(Metrics.LockUsedPercent, lockUsedPercent(polledAt))
+    counters.add(Metrics.LockUsedPercent, clock.lockUsedPercent(polledAt))
     val done = consumer
     consumer = null
     ShareConsumerPool.giveBack(done)
   }
-
-  private def budgetLeftMs: Long = partition.readDurationMs - (System.nanoTime - startedAt) / 1000000L
-
-  private def lockUsedPercent(polledAt: Long): Long = lockAgeMs(polledAt) * 100 / partition.lockDurationMs
-
-  private def lockAgeMs(acquiredAt: Long): Long = (System.nanoTime - acquiredAt) / 1000000L
-
-  /**
-   * The oldest acquisition this task still pins. Acknowledging right away needs little of the lock;
-   * holding until the batch commits needs the rest of the batch, and the commit watcher ACCEPTs at 80%.
-   */
-  private def pinnableLockAgeMs: Long =
-    (partition.lockDurationMs * (if (partition.holdUntilCommit) 0.6 else 0.8)).toLong
-
 }
 
 private object PinnedPolls {
 
   /** How long a poll after the first waits: a backlog answers at once, and an empty wait ends the task. */
   val LaterPollTimeoutMs = 200L
-
-  /** The order a part's records are emitted and replayed in (the acquisition log's). */
-  private object ReplayOrder extends Ordering[PooledShareConsumer.Record] {
-    def compare(a: PooledShareConsumer.Record, b: PooledShareConsumer.Record): Int =
-      AcquisitionEntry.compareRecords(a.topic, a.partition, a.offset, b.topic, b.partition, b.offset)
-  }
 }

@@ -39,6 +39,7 @@ private[reader] object PollClassification {
    * @param keep        to pin and emit: within the share, and every record on its last attempt
    * @param pollAgain   the task should poll once more (a backlog, or throttled redeliveries)
    * @param maxCount    the poll's highest delivery count (0 for an empty poll)
+   * @param someOnLastAttempt some record of the poll is on its last delivery attempt
    */
   final case class Plan[R](
       spent: Seq[R],
@@ -47,10 +48,12 @@ private[reader] object PollClassification {
       carry: Seq[R],
       keep: Seq[R],
       pollAgain: Boolean,
-      maxCount: Int
-  ) {
-    def someOnLastAttempt(deliveryLimit: Int): Boolean = maxCount >= deliveryLimit
-  }
+      maxCount: Int,
+      someOnLastAttempt: Boolean
+  )
+
+  /** A record delivered `count` times is on its last attempt: one more failure and the broker archives it. */
+  def onLastAttempt(count: Int, deliveryLimit: Int): Boolean = count >= deliveryLimit
 
   /**
    * Classifies one poll.
@@ -69,9 +72,9 @@ private[reader] object PollClassification {
       budgetLeft: () => Boolean,
       pinnedElsewhere: Seq[R] => (Seq[R], Seq[R])
   ): Plan[R] = {
-    val maxCount                     = records.iterator.map(count).maxOption.getOrElse(0)
-    val someOnLastAttempt            = maxCount >= limits.deliveryLimit
-    def onLastAttempt(r: R): Boolean = count(r) >= limits.deliveryLimit
+    val maxCount                   = records.iterator.map(count).maxOption.getOrElse(0)
+    val someOnLastAttempt          = PollClassification.onLastAttempt(maxCount, limits.deliveryLimit)
+    def lastAttempt(r: R): Boolean = PollClassification.onLastAttempt(count(r), limits.deliveryLimit)
 
     val (polled, spent) = if (lockSpent) pinnableWhenSpent(records, count, limits.deliveryLimit) else (records, Seq.empty[R])
     val (redelivered, unpinned) =
@@ -83,7 +86,7 @@ private[reader] object PollClassification {
     // A poll returns whole record batches, often more than this task's share: the rest is carried,
     // not RELEASEd. Records on their last attempt are never carried, even past the share: a carry that
     // ages out or a crash hands them back to the group, which archives them.
-    val (lastChance, others) = if (someOnLastAttempt) fresh.partition(onLastAttempt) else (Seq.empty[R], fresh)
+    val (lastChance, others) = if (someOnLastAttempt) fresh.partition(lastAttempt) else (Seq.empty[R], fresh)
     val (withinShare, carry) = others.splitAt((limits.shareLeft - lastChance.size).max(0L).min(Int.MaxValue).toInt)
     val keep                 = lastChance ++ withinShare
     // A small poll of redelivered records is no sign of a quiet stream: brokers after 4.1 hand out
@@ -92,7 +95,7 @@ private[reader] object PollClassification {
     val throttled = maxCount > 1
     val pollAgain = !limits.holdUntilCommit && carry.isEmpty && keep.size < limits.shareLeft && budgetLeft() &&
       (fromCarry || records.size * 2 >= limits.maxPollRecords || throttled)
-    Plan(spent, redelivered, poison, carry, keep, pollAgain, maxCount)
+    Plan(spent, redelivered, poison, carry, keep, pollAgain, maxCount, someOnLastAttempt)
   }
 
   /**
@@ -101,5 +104,5 @@ private[reader] object PollClassification {
    * lost, and the broker gives it to nobody else, so no other member can emit it too.
    */
   def pinnableWhenSpent[R](records: Seq[R], count: R => Int, deliveryLimit: Int): (Seq[R], Seq[R]) =
-    records.partition(r => count(r) >= deliveryLimit)
+    records.partition(r => onLastAttempt(count(r), deliveryLimit))
 }

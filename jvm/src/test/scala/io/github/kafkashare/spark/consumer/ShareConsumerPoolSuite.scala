@@ -89,12 +89,18 @@ class ShareConsumerPoolSuite extends AnyFunSuite {
     } finally pool.discard(after)
   }
 
-  test("the idle consumers of a query whose stopped marker appears are closed at the evictor's next round") {
+  /** A pool with one query, watched through its markers, and the consumer its first task borrowed. */
+  private def watchedQuery() = {
     val (pool, _) = poolWithClock()
     val key       = freshKey()
     val markers   = new SourceMarkers(UnitTestDirs.create("pool-suite").toString, new SerializableHadoopConf(new Configuration))
     val first     = pool.borrow(key)
     pool.watch(key, markers)
+    (pool, key, markers, first)
+  }
+
+  test("the idle consumers of a query whose stopped marker appears are closed at the evictor's next round") {
+    val (pool, key, markers, first) = watchedQuery()
     pool.giveBack(first)
     pool.evictIdle()
     val running = pool.borrow(key)
@@ -103,8 +109,20 @@ class ShareConsumerPoolSuite extends AnyFunSuite {
     markers.markStopped()
     pool.evictIdle()
     assert(pool.idleCount(key) == 0)
+    assert(pool.queriesKnown == 0, "a stopped query with nothing idle or held is forgotten")
     val after = pool.borrow(key)
     try assert(after ne first)
     finally pool.discard(after)
+  }
+
+  test("a stopped query is forgotten only once its consumers out with a commit watcher are back") {
+    val (pool, _, markers, out) = watchedQuery()
+    pool.expectBack(out)
+    markers.markStopped()
+    pool.evictIdle()
+    assert(pool.queriesKnown == 1, "a consumer is still out with the watcher")
+    pool.discard(out)
+    pool.evictIdle()
+    assert(pool.queriesKnown == 0)
   }
 }

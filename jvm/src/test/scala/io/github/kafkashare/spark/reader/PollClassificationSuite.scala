@@ -31,7 +31,7 @@ class PollClassificationSuite extends AnyFunSuite {
     assert(offsets(small.keep) == Seq(0L, 1L) && !small.pollAgain)
     assert(plan(Seq(Rec(0)), fromCarry = true).pollAgain, "the carry may hide a backlog")
     assert(!plan((0L until 10L).map(Rec(_)), budgetLeft = false).pollAgain, "the read duration is over")
-    assert(plan(Nil) == Plan[Rec](Nil, Nil, Nil, Nil, Nil, pollAgain = false, maxCount = 0))
+    assert(plan(Nil) == Plan[Rec](Nil, Nil, Nil, Nil, Nil, pollAgain = false, maxCount = 0, someOnLastAttempt = false))
   }
 
   test("two-phase-commit and explicit mode poll once, whatever the poll") {
@@ -43,7 +43,7 @@ class PollClassificationSuite extends AnyFunSuite {
     val records = Seq(Rec(0), Rec(1), Rec(2, count = 5), Rec(3), Rec(4))
     val p       = plan(records, limits.copy(shareLeft = 2))
     assert(offsets(p.keep) == Seq(2L, 0L) && offsets(p.carry) == Seq(1L, 3L, 4L) && !p.pollAgain)
-    assert(p.someOnLastAttempt(5))
+    assert(p.someOnLastAttempt)
     // A share already used up: only the last-attempt record is kept.
     val none = plan(records, limits.copy(shareLeft = 0))
     assert(offsets(none.keep) == Seq(2L) && offsets(none.carry) == Seq(0L, 1L, 3L, 4L))

@@ -1,6 +1,6 @@
 package io.github.kafkashare.spark.offsets.store
 
-import java.util.concurrent.ConcurrentHashMap
+import io.github.kafkashare.spark.runtime.JvmResources
 
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.{FileSystem, Path}
@@ -51,8 +51,6 @@ trait CheckpointStore {
 
 object CheckpointStore {
 
-  private val stores = new ConcurrentHashMap[String, CheckpointStore]()
-
   /**
    * The store of the file system `path` is on, for the current user. The configuration is read when
    * the store is made: the first one of a file system wins for the life of the JVM (as in Hadoop's own
@@ -64,7 +62,7 @@ object CheckpointStore {
     val scheme = Option(uri.getScheme).getOrElse("file")
     val user   = UserGroupInformation.getCurrentUser.getUserName
     val key    = s"$scheme://${Option(uri.getAuthority).getOrElse("")} $user ${conf.get(SparkCheckpointFileManager.ClassConf, "")}"
-    stores.computeIfAbsent(key, _ => if (scheme == "file") LocalCheckpointStore else HadoopCheckpointStore(path, conf))
+    JvmResources.checkpointStore(key, if (scheme == "file") LocalCheckpointStore else HadoopCheckpointStore(path, conf))
   }
 
 }

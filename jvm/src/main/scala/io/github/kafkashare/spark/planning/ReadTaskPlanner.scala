@@ -1,0 +1,82 @@
+package io.github.kafkashare.spark.planning
+
+import io.github.kafkashare.spark.consumer.ConsumerKey
+import io.github.kafkashare.spark.metrics.QueryTotals
+import io.github.kafkashare.spark.offsets.{AcquisitionLog, DecisionLog, SerializableHadoopConf, ShareSourceOffset, SourceMarkers}
+import io.github.kafkashare.spark.options.{AcknowledgmentMode, ShareSourceOptions}
+import io.github.kafkashare.spark.reader.KafkaShareInputPartition
+import org.apache.hadoop.fs.Path
+import org.apache.spark.sql.connector.read.InputPartition
+
+/** The read tasks of a batch: one share consumer each, with everything an executor needs to pin, replay and acknowledge. */
+private[planning] final class ReadTaskPlanner(
+    options: ShareSourceOptions,
+    checkpointDir: String,
+    settings: StreamSettings,
+    logs: ReadTaskPlanner.Logs,
+    totals: QueryTotals
+) {
+
+  // Idle consumers are closed after half a lock duration: what they fetched ahead is locked to them
+  // until then, and after a whole lock duration it would be stale anyway (unless renewed, where the
+  // cluster can). A consumer serves one query (its checkpoint): what it fetched ahead, or still has in
+  // its buffer, is that query's subscription's.
+  val consumerKey: ConsumerKey = ConsumerKey(
+    options.groupId,
+    settings.clientSettings,
+    settings.lockDurationMs / 2,
+    subscription = KafkaShareTable.describe(options.subscription),
+    query = checkpointDir,
+    renewIdle = settings.features.renew.available
+  )
+
+  // Held records keep their locks by RENEW for as long as their batch runs, where the cluster can (BrokerFeatures).
+  val renewLocks: Boolean = options.holdsUntilCommit && settings.features.renew.available
+
+  def tasks(batchEnd: ShareSourceOffset, topics: Seq[String], deliveryLimit: Option[Int]): Array[InputPartition] = {
+    val perTask   = options.maxRecordsPerTrigger.map(ClientSettings.shareOf(_, batchEnd.tasks))
+    val totalsOut = totals.inTransit
+    (0 until batchEnd.tasks).map { task =>
+      KafkaShareInputPartition(
+        batch = batchEnd.batch,
+        task = task,
+        topics = topics,
+        pinned = batchEnd.pinned,
+        maxRecords = perTask.map(_.min(Int.MaxValue).toInt).getOrElse(Int.MaxValue),
+        strategy = options.strategy,
+        consumerKey = consumerKey,
+        pollTimeoutMs = options.pollTimeoutMs,
+        readDurationMs = options.readDurationMs,
+        lockDurationMs = settings.lockDurationMs,
+        deliveryLimit = deliveryLimit.getOrElse(Int.MaxValue),
+        includeHeaders = options.includeHeaders,
+        failOnDataLoss = options.failOnDataLoss,
+        log = logs.acquisitions,
+        commitFile = new Path(logs.commitLogDir, batchEnd.batch.toString).toString,
+        hadoopConf = logs.hadoopConf,
+        totals = totalsOut,
+        holdUntilCommit = options.holdsUntilCommit,
+        renewLocks = renewLocks,
+        explicitDefault = options.mode match {
+          case AcknowledgmentMode.Explicit(default) => Some(default)
+          case AcknowledgmentMode.Implicit          => None
+        },
+        decisions = logs.decisions,
+        markers = logs.markers,
+        poison = options.poison
+      ): InputPartition
+    }.toArray
+  }
+}
+
+private[planning] object ReadTaskPlanner {
+
+  /** Where the batch's tasks pin, find decisions, mark phase 2, and look for the commit. */
+  final case class Logs(
+      acquisitions: AcquisitionLog,
+      decisions: DecisionLog,
+      markers: SourceMarkers,
+      commitLogDir: Path,
+      hadoopConf: SerializableHadoopConf
+  )
+}

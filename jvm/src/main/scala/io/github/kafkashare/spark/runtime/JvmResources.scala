@@ -1,0 +1,103 @@
+package io.github.kafkashare.spark.runtime
+
+import java.time.Duration
+import java.util.concurrent.{ConcurrentHashMap, Executors, TimeUnit}
+
+import scala.util.control.NonFatal
+
+import io.github.kafkashare.spark.ack.CommitWatcher
+import io.github.kafkashare.spark.consumer.{Clock, PooledShareConsumer, ShareConsumerPool}
+import io.github.kafkashare.spark.offsets.store.CheckpointStore
+import org.apache.kafka.clients.producer.KafkaProducer
+import org.apache.spark.internal.Logging
+
+/**
+ * What the connector keeps once per JVM (an executor's, and the driver's where it runs read tasks too),
+ * all of it here:
+ *  - the share consumer pool, and its evictor thread (a round every second, [[ShareConsumerPool]]);
+ *  - the commit watcher, and its thread (a round every 100 ms, [[CommitWatcher]]);
+ *  - the checkpoint stores, one per file system, user and CheckpointFileManager ([[CheckpointStore]]:
+ *    the first configuration of a file system wins, as in Hadoop's own cache of file systems);
+ *  - the dead-letter producers, one per client settings (option kafka.share.deadLetterTopic).
+ *
+ * Lifecycle. Each is created on first use: a JVM that never reads from a share group starts nothing.
+ * The threads are daemons. A shutdown hook, registered with the first consumer pool or producer,
+ * closes the pool's idle consumers (what they still hold goes back to the group) and the producers
+ * (after sending what they have). What belongs to one query is forgotten when it stops: within a
+ * second of its `stopped` marker, the evictor closes its idle consumers and drops its entries once
+ * nothing of it is idle or held; the watcher ends its holds. Driver-only state (the explicit-mode
+ * queries of [[io.github.kafkashare.spark.ack.ExplicitQueries]]) lives and ends with each query.
+ */
+object JvmResources extends Logging {
+
+  @volatile private var pool: ShareConsumerPool = null
+  @volatile private var watcher: CommitWatcher  = null
+  private val stores                            = new ConcurrentHashMap[String, CheckpointStore]()
+  private val producers                         = new ConcurrentHashMap[Map[String, String], KafkaProducer[Array[Byte], Array[Byte]]]()
+  private var hooked                            = false
+
+  /** This JVM's consumer pool, its evictor started on first use. */
+  def consumerPool: ShareConsumerPool = {
+    if (pool == null) synchronized {
+      if (pool == null) {
+        val created = new ShareConsumerPool(Clock.System, new PooledShareConsumer(_))
+        every(1000, "kafka-share-consumer-evictor")(created.evictIdle())
+        closeAtExit()
+        pool = created
+      }
+    }
+    pool
+  }
+
+  /** This JVM's commit watcher, its thread started by the first hold. */
+  def commitWatcher: CommitWatcher = {
+    if (watcher == null) synchronized {
+      if (watcher == null) {
+        val created = new CommitWatcher(Clock.System, consumerPool)
+        every(100, "kafka-share-commit-watcher")(created.checkHolds())
+        watcher = created
+      }
+    }
+    watcher
+  }
+
+  /** The watcher if a hold ever started it. */
+  def commitWatcherIfStarted: Option[CommitWatcher] = Option(watcher)
+
+  def checkpointStore(key: String, make: => CheckpointStore): CheckpointStore = stores.computeIfAbsent(key, _ => make)
+
+  def deadLetterProducer(
+      params: Map[String, String],
+      make: Map[String, String] => KafkaProducer[Array[Byte], Array[Byte]]
+  ): KafkaProducer[Array[Byte], Array[Byte]] = {
+    closeAtExit()
+    producers.computeIfAbsent(params, p => make(p))
+  }
+
+  private def closeAtExit(): Unit = synchronized {
+    if (!hooked) {
+      sys.addShutdownHook(closeAll())
+      hooked = true
+    }
+  }
+
+  private def closeAll(): Unit = {
+    Option(pool).foreach(_.closeAll())
+    producers.values.forEach { p =>
+      try p.close(Duration.ofSeconds(5))
+      catch { case NonFatal(e) => logWarning("closing a dead-letter producer failed", e) }
+    }
+    producers.clear()
+  }
+
+  private def every(periodMs: Long, name: String)(round: => Unit): Unit = {
+    val timer = Executors.newSingleThreadScheduledExecutor { r =>
+      val t = new Thread(r, name); t.setDaemon(true); t
+    }
+    // A round that fails is said and the next one runs: a scheduled task that throws is never run again.
+    val safely: Runnable = () =>
+      try round
+      catch { case NonFatal(e) => logWarning(s"$name: a round failed; the next one runs as usual", e) }
+    timer.scheduleWithFixedDelay(safely, periodMs, periodMs, TimeUnit.MILLISECONDS)
+  }
+}

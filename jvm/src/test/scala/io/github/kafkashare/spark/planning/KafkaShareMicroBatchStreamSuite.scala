@@ -1,0 +1,140 @@
+package io.github.kafkashare.spark.planning
+
+import java.nio.file.Files
+
+import io.github.kafkashare.spark.errors.ShareSourceException
+import io.github.kafkashare.spark.metrics.QueryTotals
+import io.github.kafkashare.spark.offsets._
+import io.github.kafkashare.spark.options.ShareSourceOptions
+import io.github.kafkashare.spark.reader.KafkaShareInputPartition
+import org.apache.hadoop.conf.Configuration
+import org.apache.spark.sql.SparkSession
+import org.apache.spark.sql.connector.read.streaming.ReadLimit
+import org.scalatest.BeforeAndAfterAll
+import org.scalatest.funsuite.AnyFunSuite
+
+/**
+ * The driver's planning loop against a fake cluster ([[ClusterView]]): when a trigger plans a batch,
+ * what its offset pins, which offsets it refuses. The checkpoint logs are real files in a temporary
+ * folder; the read tasks' pins are written by hand, as executors would.
+ */
+class KafkaShareMicroBatchStreamSuite extends AnyFunSuite with BeforeAndAfterAll {
+
+  private lazy val spark =
+    SparkSession.builder().master("local[1]").appName("stream-planning").config("spark.ui.enabled", "false").getOrCreate()
+
+  override def afterAll(): Unit = spark.stop()
+
+  private final class FakeCluster extends ClusterView {
+    @volatile var ends: Map[(String, Int), Long]       = Map(("orders", 0) -> 100L)
+    @volatile var groupStart: Map[(String, Int), Long] = Map(("orders", 0) -> 0L)
+    @volatile var ids: Map[String, String]             = Map("orders" -> "id-1")
+    override def resolveTopics(): Seq[String]          = Seq("orders")
+    override def topicsNow(topics: Seq[String]): TopicsNow =
+      TopicsNow(ends.filter { case ((t, _), _) => topics.contains(t) }, ids.filter { case (t, _) => topics.contains(t) })
+    override def clusterId(): String = "cluster-1"
+    override def groupOffsets(): Map[(String, Int), GroupPartitionOffset] =
+      groupStart.map { case (tp, o) => tp -> GroupPartitionOffset(o, None) }
+    override def deliveryCountLimit(): Option[Int] = Some(5)
+    override def close(): Unit                     = ()
+  }
+
+  private final case class Fixture(stream: KafkaShareMicroBatchStream, cluster: FakeCluster, log: AcquisitionLog, checkpoint: String)
+
+  /** A stream of a new query, or of the query whose source checkpoint is `restartOf` (a restart). */
+  private def fixture(extra: Map[String, String] = Map.empty, restartOf: Option[(String, FakeCluster)] = None): Fixture = {
+    val spark_     = spark
+    val checkpoint = restartOf.map(_._1).getOrElse(Files.createTempDirectory("stream-planning").resolve("sources").resolve("0").toString)
+    val options = ShareSourceOptions.parse(
+      Map("kafka.bootstrap.servers" -> "localhost:9", "kafka.share.group.id" -> "orders-group", "subscribe" -> "orders") ++ extra
+    )
+    val features   = BrokerFeatures.of(27, 27, shareVersion = 1, Some(Map.empty))
+    val hadoopConf = new SerializableHadoopConf(new Configuration())
+    val cluster    = restartOf.map(_._2).getOrElse(new FakeCluster)
+    val stream = new KafkaShareMicroBatchStream(
+      options,
+      checkpoint,
+      cluster,
+      StreamSettings(parallelism = 2, lockDurationMs = 30000L, initialDeliveryLimit = Some(5), features, Map.empty),
+      hadoopConf,
+      QueryTotals(spark_.sparkContext),
+      explicit = None
+    )
+    Fixture(stream, cluster, new AcquisitionLog(checkpoint, hadoopConf), checkpoint)
+  }
+
+  private def next(f: Fixture, start: ShareSourceOffset): ShareSourceOffset =
+    ShareSourceOffset.of(f.stream.latestOffset(start, ReadLimit.allAvailable()))
+
+  /** The batch's two read tasks pinned `offsets` of orders-0 (task 0) and nothing (task 1). */
+  private def ran(f: Fixture, batch: ShareSourceOffset, offsets: Seq[Long]): Unit = {
+    f.log.writeIfAbsent(batch.batch, 0, AcquisitionEntry.of(offsets.map(o => ("orders", 0, o, 1))))
+    f.log.writeIfAbsent(batch.batch, 1, AcquisitionEntry.empty)
+  }
+
+  private def condition(e: Throwable): String = e match {
+    case s: ShareSourceException => s.getCondition
+    case other                   => fail(s"not a catalogued error: $other")
+  }
+
+  test("a first batch, more while batches get records, none while the stream is idle, one when the ends move") {
+    val f     = fixture()
+    val first = next(f, ShareSourceOffset.initial)
+    assert(first.batch == 0 && first.tasks == 2 && first.group == "orders-group" && first.cluster == "cluster-1")
+    assert(first.topicIds == Map("orders" -> "id-1"))
+    ran(f, first, 10L to 19L)
+    val second = next(f, first)
+    assert(second.batch == 1, "the last batch got records: there may be more")
+    assert(second.pinned.byPartition(("orders", 0)).contains(10) && second.pinned.byPartition(("orders", 0)).contains(19))
+    ran(f, second, Nil)
+    assert(next(f, second) == second, "nothing came and nothing moved: no batch")
+    assert(next(f, second) == second)
+    f.cluster.ends = Map(("orders", 0) -> 120L)
+    assert(next(f, second).batch == 2, "new records")
+  }
+
+  test("pins below the group's start offset are dropped: the group acknowledged those records for good") {
+    val f     = fixture()
+    val first = next(f, ShareSourceOffset.initial)
+    ran(f, first, 10L to 19L)
+    f.cluster.groupStart = Map(("orders", 0) -> 20L)
+    assert(next(f, first).pinned.byPartition.get(("orders", 0)).forall(_.isEmpty))
+  }
+
+  test("the read tasks carry the pinned set, the topics and each task's share of maxRecordsPerTrigger") {
+    val f     = fixture(Map("maxRecordsPerTrigger" -> "101"))
+    val first = next(f, ShareSourceOffset.initial)
+    ran(f, first, Seq(5L))
+    val second = next(f, first)
+    val tasks  = f.stream.planInputPartitions(first, second).map(_.asInstanceOf[KafkaShareInputPartition])
+    assert(tasks.map(_.task).toSeq == Seq(0, 1))
+    assert(tasks.forall(t => t.batch == second.batch && t.pinned == second.pinned && t.topics == Seq("orders")))
+    assert(tasks.forall(_.maxRecords == 51), "101 over 2 tasks, rounded up")
+    assert(tasks.forall(_.deliveryLimit == 5))
+  }
+
+  test("offsets of another group or cluster are refused, at planning and when a batch runs again") {
+    val f     = fixture()
+    val first = next(f, ShareSourceOffset.initial)
+    ran(f, first, Seq(1L))
+    val otherGroup = intercept[Exception](next(f, first.copy(group = "someone-else")))
+    assert(condition(otherGroup) == "KAFKA_SHARE_CHECKPOINT_MISMATCH.GROUP_CHANGED")
+    // A batch planned before a restart (not the offset this stream returned last) is checked again.
+    f.stream.planInputPartitions(ShareSourceOffset.initial, first) // the one it planned: runs
+    val otherCluster = intercept[Exception](f.stream.planInputPartitions(first, first.copy(cluster = "cluster-0")))
+    assert(condition(otherCluster) == "KAFKA_SHARE_CHECKPOINT_MISMATCH.CLUSTER_CHANGED")
+  }
+
+  test("a topic created again under its name: a batch planned before refuses to replay, later offsets forget the old pins") {
+    val f     = fixture()
+    val first = next(f, ShareSourceOffset.initial)
+    ran(f, first, 10L to 19L)
+    f.cluster.ids = Map("orders" -> "id-2")
+    val restarted = fixture(restartOf = Some((f.checkpoint, f.cluster)))
+    val replay    = intercept[Exception](restarted.stream.planInputPartitions(ShareSourceOffset.initial, first))
+    assert(condition(replay) == "KAFKA_SHARE_DATA_LOSS.TOPIC_RECREATED")
+    val after = next(restarted, first)
+    assert(after.pinned.byPartition.get(("orders", 0)).forall(_.isEmpty), "the old pins name none of the new topic's records")
+    assert(after.topicIds == Map("orders" -> "id-2"))
+  }
+}
