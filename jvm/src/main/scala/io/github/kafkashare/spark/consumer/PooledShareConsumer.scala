@@ -81,6 +81,9 @@ final class PooledShareConsumer(val key: ConsumerKey, open: Properties => ShareC
   private[consumer] var borrows: Long = 0L
   def newlyCreated: Boolean           = borrows <= 1
 
+  /** Out with a read task (ShareConsumerPool.borrow) until given back or discarded. */
+  @volatile private[consumer] var lent = false
+
   /** Out with a commit watcher, which gives it back or discards it (ShareConsumerPool.expectBack). */
   @volatile private[consumer] var expectedBack = false
 
@@ -353,11 +356,11 @@ object PooledShareConsumer {
   /** What a poll gave: the records, when they were acquired, and whether they are a carry. */
   final case class Polled(records: Seq[Record], acquiredAtNanos: Long, fromCarry: Boolean)
 
-  /** How many times the broker delivered `record`, this time included (1 where the broker does not say). */
   /** Kafka's share consumer, reading keys and values as bytes. */
   def kafkaClient(props: Properties): ShareConsumer[Array[Byte], Array[Byte]] =
     new KafkaShareConsumer[Array[Byte], Array[Byte]](props, new ByteArrayDeserializer, new ByteArrayDeserializer)
 
+  /** How many times the broker delivered `record`, this time included (1 where the broker does not say). */
   def deliveryCountOf(record: ConsumerRecord[_, _]): Int = if (record.deliveryCount.isPresent) record.deliveryCount.get.toInt else 1
 
   def kafkaType(decision: Decision): AcknowledgeType = decision match {

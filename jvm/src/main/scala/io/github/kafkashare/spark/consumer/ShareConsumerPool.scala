@@ -66,7 +66,17 @@ final class ShareConsumerPool(clock: Clock, open: ConsumerKey => PooledShareCons
     }
     if (found == null) found = open(key)
     found.borrows += 1
+    found.lent = true
+    lentOut.compute(key, (_, count) => { val c = if (count == null) new AtomicLong() else count; c.incrementAndGet(); c })
     found
+  }
+
+  // Consumers out with a read task, per key (a consumer held for a commit stays counted until it is back).
+  private val lentOut = new ConcurrentHashMap[ConsumerKey, AtomicLong]()
+
+  private def notLent(consumer: PooledShareConsumer): Unit = if (consumer.lent) {
+    consumer.lent = false
+    lentOut.get(consumer.key).decrementAndGet()
   }
 
   private def takeIdle(key: ConsumerKey): PooledShareConsumer = {
@@ -170,8 +180,10 @@ final class ShareConsumerPool(clock: Clock, open: ConsumerKey => PooledShareCons
         consumer.key,
         (_, queue) => { val q = if (queue == null) new ConcurrentLinkedDeque[PooledShareConsumer]() else queue; q.addFirst(consumer); q }
       )
-      // Counted back only now: a borrower that sees the count drop must find the consumer in the pool.
+      // Counted back only now: a borrower that sees the count drop must find the consumer in the pool,
+      // and the evictor forgets a key only when it finds no consumer of it counted out nor idle.
       if (wasHeld) held.get(consumer.key).decrementAndGet()
+      notLent(consumer)
     } catch {
       case NonFatal(e) =>
         logWarning(s"a share consumer could not release what it held; closing it", e)
@@ -179,7 +191,7 @@ final class ShareConsumerPool(clock: Clock, open: ConsumerKey => PooledShareCons
     }
 
   def discard(consumer: PooledShareConsumer): Unit =
-    try { cameBack(consumer); consumer.close() }
+    try { cameBack(consumer); notLent(consumer); consumer.close() }
     catch { case NonFatal(e) => logWarning("closing a share consumer failed", e) }
 
   /** Closes the idle consumers of `key` (a query stopped): what they fetched ahead goes back to the group. */
@@ -231,24 +243,32 @@ final class ShareConsumerPool(clock: Clock, open: ConsumerKey => PooledShareCons
     }
   }
 
-  /**
-   * Closes the idle consumers of the queries whose stopped marker appeared, and forgets such a query once
-   * nothing of it is idle or held. A query run again in this JVM is watched again by its first task.
-   */
-  private def closeStopped(): Unit = markersOf.asScala.foreach { case (key, markers) =>
-    if (markers.stopped) {
-      Option(idle.get(key)).filterNot(_.isEmpty).foreach { queue =>
-        logInfo(s"kafka-share: the query of $key stopped; closing its ${queue.size} idle consumer(s)")
-        drain(queue)
-      }
-      forgetStopped(key, markers)
+  private def closeStopped(): Unit = idle.asScala.foreach { case (key, queue) =>
+    Option(markersOf.get(key)).filter(_ => !queue.isEmpty).filter(stopped).foreach { _ =>
+      logInfo(s"kafka-share: the query of $key stopped; closing its ${queue.size} idle consumer(s)")
+      drain(queue)
     }
   }
 
-  private def forgetStopped(key: ConsumerKey, markers: SourceMarkers): Unit = {
-    idle.computeIfPresent(key, (_, queue) => if (queue.isEmpty) null else queue)
-    held.computeIfPresent(key, (_, count) => if (count.get == 0) null else count)
-    if (!idle.containsKey(key) && !held.containsKey(key)) markersOf.remove(key, markers)
+  // A look-up that fails (a throttled object store) counts as not stopped: the next round asks again.
+  private def stopped(markers: SourceMarkers): Boolean =
+    try markers.stopped
+    catch { case NonFatal(e) => logWarning("kafka-share: could not look up whether a query stopped", e); false }
+
+  /**
+   * Forgets the queries with no consumer idle here, out with a read task or held for a commit: a stopped
+   * query's, or a running one whose consumers were all closed. A read task watches its query again right
+   * after it borrows; if a borrow came while the markers were being removed, they are put back.
+   */
+  private def forgetUnused(): Unit = markersOf.asScala.toList.foreach { case (key, markers) =>
+    def counted(counts: ConcurrentHashMap[ConsumerKey, AtomicLong]) = Option(counts.get(key)).fold(0L)(_.get)
+    // Counts first: a consumer given back is in its queue before it stops being counted.
+    if (counted(lentOut) == 0 && counted(held) == 0 && idle.computeIfPresent(key, (_, q) => if (q.isEmpty) null else q) == null) {
+      markersOf.remove(key, markers)
+      lentOut.computeIfPresent(key, (_, count) => if (count.get == 0) null else count)
+      held.computeIfPresent(key, (_, count) => if (count.get == 0) null else count)
+      if (counted(lentOut) > 0) markersOf.putIfAbsent(key, markers)
+    }
   }
 
   private def closeLongIdle(): Unit = idle.values.asScala.foreach { queue =>
@@ -263,16 +283,17 @@ final class ShareConsumerPool(clock: Clock, open: ConsumerKey => PooledShareCons
   }
 
   /** How many queries the pool keeps entries for (for tests). */
-  private[consumer] def queriesKnown: Int = (idle.keySet.asScala ++ held.keySet.asScala ++ markersOf.keySet.asScala).size
+  private[consumer] def queriesKnown: Int =
+    (idle.keySet.asScala ++ held.keySet.asScala ++ lentOut.keySet.asScala ++ markersOf.keySet.asScala).size
 
   /** How many consumers of `key` wait in the pool (for tests). */
   private[consumer] def idleCount(key: ConsumerKey): Int = Option(idle.get(key)).fold(0)(_.size)
 
   /**
    * One round of the evictor: closes the idle consumers of stopped queries, collects what the other idle
-   * consumers fetched, releases aged carries, closes unused consumers.
+   * consumers fetched, releases aged carries, closes unused consumers, forgets queries with no consumer here.
    */
-  def evictIdle(): Unit = { closeStopped(); collectFetchedWhileIdle(); closeLongIdle() }
+  def evictIdle(): Unit = { closeStopped(); collectFetchedWhileIdle(); closeLongIdle(); forgetUnused() }
 }
 
 object ShareConsumerPool extends Logging {

@@ -52,7 +52,7 @@ class AcknowledgementPlanSuite extends AnyFunSuite {
     assert(release.instead == Decision.Release && release.poolConsumer)
   }
 
-  test("a stopped query's holds end at once, renewable or not, so that no lock outlives its query") {
+  test("a stopped query's renewed holds end at once, so that no lock outlives its query by more than one") {
     val twoPhase = check(stopped = true).asInstanceOf[AtCheck.GiveUp]
     assert(twoPhase.instead == Decision.Accept && twoPhase.why.contains("stopped"))
     val explicitMode = check(stopped = true, late = true, explicit = true).asInstanceOf[AtCheck.GiveUp]

@@ -115,14 +115,33 @@ class ShareConsumerPoolSuite extends AnyFunSuite {
     finally pool.discard(after)
   }
 
-  test("a stopped query is forgotten only once its consumers out with a commit watcher are back") {
-    val (pool, _, markers, out) = watchedQuery()
-    pool.expectBack(out)
+  test("a query is forgotten only once no consumer of it is out with a read task or a commit watcher") {
+    val (pool, key, markers, out) = watchedQuery()
     markers.markStopped()
     pool.evictIdle()
-    assert(pool.queriesKnown == 1, "a consumer is still out with the watcher")
-    pool.discard(out)
+    assert(pool.queriesKnown == 1, "a read task has its consumer")
+    pool.expectBack(out)
     pool.evictIdle()
-    assert(pool.queriesKnown == 0)
+    assert(pool.queriesKnown == 1, "out with the commit watcher")
+    pool.giveBack(out) // phase 2 done
+    pool.evictIdle()   // stopped: the consumer is closed, then the query forgotten
+    assert(pool.idleCount(key) == 0 && pool.queriesKnown == 0)
   }
+
+  test("a running query whose consumers were all closed is forgotten, and watched again by its next read task") {
+    val (pool, clock) = poolWithClock()
+    val key           = freshKey().copy(idleCloseMs = 1000L)
+    val markers       = new SourceMarkers(UnitTestDirs.create("pool-suite").toString, new SerializableHadoopConf(new Configuration))
+    pool.watch(key, markers)
+    pool.giveBack(pool.borrow(key))
+    clock.advanceMs(1001)
+    pool.evictIdle()
+    assert(pool.idleCount(key) == 0 && pool.queriesKnown == 0)
+    val next = pool.borrow(key)
+    pool.watch(key, markers)
+    pool.evictIdle()
+    assert(pool.queriesKnown == 1, "a read task has its consumer")
+    pool.discard(next)
+  }
+
 }
