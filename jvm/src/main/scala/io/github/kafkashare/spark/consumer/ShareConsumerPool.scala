@@ -67,12 +67,16 @@ final class ShareConsumerPool(clock: Clock, open: ConsumerKey => PooledShareCons
     if (found == null) found = open(key)
     found.borrows += 1
     found.lent = true
-    lentOut.compute(key, (_, count) => { val c = if (count == null) new AtomicLong() else count; c.incrementAndGet(); c })
+    countUp(lentOut, key)
     found
   }
 
   // Consumers out with a read task, per key (a consumer held for a commit stays counted until it is back).
   private val lentOut = new ConcurrentHashMap[ConsumerKey, AtomicLong]()
+
+  // Counted inside compute: forgetUnused drops a counter only at 0, atomically with this.
+  private def countUp(counts: ConcurrentHashMap[ConsumerKey, AtomicLong], key: ConsumerKey): Unit =
+    counts.compute(key, (_, count) => { val c = if (count == null) new AtomicLong() else count; c.incrementAndGet(); c })
 
   private def notLent(consumer: PooledShareConsumer): Unit = if (consumer.lent) {
     consumer.lent = false
@@ -147,8 +151,7 @@ final class ShareConsumerPool(clock: Clock, open: ConsumerKey => PooledShareCons
   /** `consumer` is out with a commit watcher and will come back through giveBack or discard. */
   def expectBack(consumer: PooledShareConsumer): Unit = {
     consumer.expectedBack = true
-    // Counted inside compute: a stopped query's counter is dropped (forgetStopped) only at 0, atomically.
-    held.compute(consumer.key, (_, count) => { val c = if (count == null) new AtomicLong() else count; c.incrementAndGet(); c })
+    countUp(held, consumer.key)
   }
 
   private def cameBack(consumer: PooledShareConsumer): Unit = if (consumer.expectedBack) {
@@ -175,7 +178,7 @@ final class ShareConsumerPool(clock: Clock, open: ConsumerKey => PooledShareCons
       consumer.idleSinceNanos = clock.nanoTime()
       val wasHeld = consumer.expectedBack
       consumer.expectedBack = false
-      // Added inside compute: an empty queue of a stopped query is dropped (forgetStopped) atomically with this.
+      // Added inside compute: forgetUnused drops an empty queue atomically with this.
       idle.compute(
         consumer.key,
         (_, queue) => { val q = if (queue == null) new ConcurrentLinkedDeque[PooledShareConsumer]() else queue; q.addFirst(consumer); q }
