@@ -2,7 +2,8 @@
 
 Each cell runs a real kafka-share query (spark_apps/share_stream.py) against a real broker, injects
 one failure at a seeded random point, reads the sink back and counts produced, landed, lost and
-doubled, and how long the query took to commit a batch after the failure. Processes die for real:
+doubled, and how long the query took to commit a batch after the failure. The cells of one failure run
+side by side: a query per strategy in one Spark application, each in its own group (run_cells). Processes die for real:
 SIGKILL for the driver (F4, F5), an executor (F3) and the broker (F6), SIGSTOP for a pause (F7).
 
     python tests/python/chaos.py [--seed N] [--records N] [--failures F1,F3] [--strategies none,...]
@@ -58,6 +59,7 @@ class Cell:
     doubled: int
     recover_s: float | None
     detail: str = ""
+    restarts: int = 0  # how often the last run had to start its query again after it failed
 
     def row(self) -> str:
         recover = "-" if self.recover_s is None else f"{self.recover_s:.1f}"
@@ -98,40 +100,59 @@ def run_cell(
     `group_timing`: the group's heartbeat and session settings (by default the broker's, as in production).
     `checkpoint`: a URI on another store (s3a://...) instead of work/checkpoint, with `spark_conf` to reach it.
     `slow_batch_s`: F4 strikes that long into the batch (its foreachBatch sleeps first)."""
-    rng = random.Random(f"{seed}/{failure}/{strategy}")
-    name = f"chaos-{failure}-{strategy}-{uuid.uuid4().hex[:6]}".lower()
-    topic, group = name, f"{name}-group"
+    return run_cells(broker, work, failure, [strategy], seed, records, group_timing, checkpoint, spark_conf, slow_batch_s)[0]
+
+
+def run_cells(
+    broker: Broker,
+    work: Path,
+    failure: str,
+    strategies: list[str],
+    seed: int,
+    records: int = 4000,
+    group_timing: dict[str, str] | None = None,
+    checkpoint: str | None = None,
+    spark_conf: dict[str, str] | None = None,
+    slow_batch_s: float = 0,
+) -> list[Cell]:
+    """One failure against several strategies at once: a query per strategy in one Spark application,
+    each in its own share group on one topic (a group reads the whole topic), with its own checkpoint and
+    sink, so that one Spark start serves every cell. A failure at a batch (F4, F5) strikes each query at
+    its own seeded batch; one at a moment (F3, F6, F7) strikes all of them together. F9 runs alone."""
+    assert len(strategies) == 1 or (failure != "F9" and checkpoint is None), "F9 and other stores run one strategy"
+    if failure == "F9":
+        return [_shared_group_cell(broker, work, strategies[0], seed, records, group_timing)]
+    rngs = {s: random.Random(f"{seed}/{failure}/{s}") for s in strategies}
+    rng = rngs[strategies[0]]  # the moment and the node of a failure that strikes all queries
+    name = f"chaos-{failure}-{'-'.join(s[:4] for s in strategies)}-{uuid.uuid4().hex[:6]}".lower()
+    topic = name
     broker.create_topic(topic, 2)
-    # Earliest before anyone joins: F9's console consumer may join the group before the queries do.
-    group_settings = {"share.record.lock.duration.ms": str(LOCK_MS), "share.auto.offset.reset": "earliest"}
-    group_settings.update(group_timing or {})
-    if failure == "F7":  # a short session, so that the pause outlives it (the harness lowers the broker's minimum)
-        group_settings.update({"share.session.timeout.ms": "6000", "share.heartbeat.interval.ms": "1000"})
-    broker.group_config(group, group_settings)
-    upstream = None
-    if failure in ("F3", "F6", "F7", "F9"):
-        # Half now, half while the query runs (20 s at a steady rate): the failure strikes mid-stream.
-        broker.produce(topic, records // 2)
-        rate = max(10, (records - records // 2) // 20 // 10 * 10)
-        upstream = threading.Thread(
-            target=harness,
-            args=("produce-rate", broker.bootstrap, topic, str(rate), "20", str(records // 2)),
-            kwargs={"timeout": 400},
+    groups = {s: f"{name}-{s}-group" for s in strategies}
+    for group in groups.values():
+        broker.group_config(group, _group_settings(failure, group_timing))
+    upstream, records = _produce(broker, topic, failure, records)
+    per_query = []
+    # Each strategy draws from its own seed what it drew when it ran alone.
+    failure_batches = {s: rngs[s].randint(1, 3) for s in strategies}
+    inject_after_s = [round(rngs[s].uniform(0.0, 2.0), 1) for s in strategies][0]
+    for s in strategies:
+        own = work if len(strategies) == 1 else work / s
+        own.mkdir(parents=True, exist_ok=True)
+        per_query.append(
+            {
+                "group": groups[s],
+                "strategy": s,
+                "checkpoint": checkpoint or str(own / "checkpoint"),
+                "sink": str(own / "sink"),
+                "marker": str(own / "injected"),
+                "failure_batch": failure_batches[s],
+            }
         )
-        upstream.start()
-        records = records // 2 + rate * 20
-    else:
-        broker.produce(topic, records)
     config: dict[str, object] = {
         "bootstrap": broker.bootstrap,
         "topic": topic,
-        "group": group,
-        "strategy": strategy,
         "parallelism": 2,
-        "checkpoint": checkpoint or str(work / "checkpoint"),
         "spark_conf": spark_conf or {},
-        "sink": str(work / "sink"),
-        "marker": str(work / "injected"),
         "expected": records,
         "timeout_s": 240,
         "failure": failure,
@@ -139,57 +160,116 @@ def run_cell(
         # polls (parts) per read task where the strategy allows it: tasks of 400 records, polls of
         # about 150 (max.poll.records plus the rest of the record batch a poll ends in).
         "options": {"kafka.max.poll.records": 150, "maxRecordsPerTrigger": 800},
-        "failure_batch": rng.randint(1, 3),
-        "inject_after_s": round(rng.uniform(0.0, 2.0), 1),
+        "inject_after_s": inject_after_s,
         "slow_batch_s": slow_batch_s,
     }
-    where = f"batch {config['failure_batch']}" + (f", {slow_batch_s:g} s into it" if slow_batch_s else "")
+    where = {s: f"batch {failure_batches[s]}" + (f", {slow_batch_s:g} s into it" if slow_batch_s else "") for s in strategies}
     if failure in ("F3", "F6", "F7"):
-        where = f"{config['inject_after_s']} s after the first rows"
+        where = dict.fromkeys(strategies, f"{inject_after_s} s after the first rows")
     if failure == "F3":
         config["master"] = "local-cluster[2,1,1024]"
     if failure == "F6":
         node = rng.choice(broker.node_dirs())
         config.update({"broker_dir": str(node), "broker_version": broker.version})
         if len(broker.node_dirs()) > 1:
-            where += f", {node.name}"
+            where = {s: f"{w}, {node.name}" for s, w in where.items()}
     if failure == "F7":
         config["pause_s"] = LOCK_MS / 1000 + 5
     if failure == "F10":
-        config["poison_key"] = str(rng.randrange(records))
-        where = f"key {config['poison_key']}"
-
-    if failure == "F9":
-        cell = _shared_group(broker, work, config, rng, records)
-        upstream.join()  # type: ignore[union-attr]
-        return cell
+        for q, s in zip(per_query, strategies):
+            q["poison_key"] = str(rngs[s].randrange(records))
+            where[s] = f"key {q['poison_key']}"
+    if len(strategies) == 1:
+        config.update(per_query[0])
+    else:
+        config["queries"] = per_query
+    timeout = 2 * float(str(config["timeout_s"])) + 120 + 60 * (len(strategies) - 1)
     if failure in ("F4", "F5"):
-        run_spark("share_stream.py", json.dumps(config), timeout=400, killed=True)
+        run_spark("share_stream.py", json.dumps(config), timeout=400 + 60 * (len(strategies) - 1), killed=True)
     if failure == "F11":
         for _ in range(5):
-            run_spark("share_stream.py", json.dumps({**config, "stop_after_batches": 1}), timeout=400)
-        Path(str(config["marker"])).write_text(str(time.time()))  # "injected": the last stop
-        where = "5 stops"
-    result = run_spark("share_stream.py", json.dumps(config), timeout=2 * float(str(config["timeout_s"])) + 120)
+            run_spark("share_stream.py", json.dumps({**config, "stop_after_batches": 1}), timeout=timeout)
+        for q in per_query:
+            Path(str(q["marker"])).write_text(str(time.time()))  # "injected": the last stop
+        where = dict.fromkeys(strategies, "5 stops")
+    result = run_spark("share_stream.py", json.dumps(config), timeout=timeout)
     if upstream:
         upstream.join()
-    if not Path(str(config["marker"])).exists() and failure not in ("F8", "-"):
-        raise AssertionError(f"{failure}/{strategy}: the failure was never injected: {result.get('progress')}")
-    mismatch = Path(f"{config['sink']}.replay-mismatch")
-    if mismatch.exists():
-        raise AssertionError(f"{failure}/{strategy}: two reads of one batch differed: {mismatch.read_text()}")
-    rows, distinct = int(result["rows"]), int(result["distinct"])
-    recover_s = None if checkpoint else _seconds_to_recover(work)
-    return Cell(failure, strategy, records, rows, records - distinct, rows - distinct, recover_s, where)
+    results = result["queries"] if len(strategies) > 1 else [result]
+    cells = []
+    for q, s, r in zip(per_query, strategies, results):
+        if not Path(str(q["marker"])).exists() and failure not in ("F8", "-"):
+            raise AssertionError(f"{failure}/{s}: the failure was never injected: {r.get('progress')}")
+        mismatch = Path(f"{q['sink']}.replay-mismatch")
+        if mismatch.exists():
+            raise AssertionError(f"{failure}/{s}: two reads of one batch differed: {mismatch.read_text()}")
+        rows, distinct = int(r["rows"]), int(r["distinct"])
+        recover_s = None if checkpoint else _seconds_to_recover(Path(str(q["marker"])), Path(str(q["checkpoint"])))
+        cells.append(
+            Cell(failure, s, records, rows, records - distinct, rows - distinct, recover_s, where[s], int(r.get("restarts", 0)))
+        )
+    return cells
 
 
-def _seconds_to_recover(work: Path) -> float | None:
+def _shared_group_cell(
+    broker: Broker, work: Path, strategy: str, seed: int, records: int, group_timing: dict[str, str] | None
+) -> Cell:
+    """F9's setting: a topic and a group for two queries and Kafka's console share consumer."""
+    rng = random.Random(f"{seed}/F9/{strategy}")
+    rng.randint(1, 3), rng.uniform(0.0, 2.0)  # the draws of the other cells, so that the seed gives what it gave
+    topic = f"chaos-f9-{strategy}-{uuid.uuid4().hex[:6]}".lower()
+    broker.create_topic(topic, 2)
+    broker.group_config(f"{topic}-group", _group_settings("F9", group_timing))
+    upstream, records = _produce(broker, topic, "F9", records)
+    config: dict[str, object] = {
+        "bootstrap": broker.bootstrap,
+        "topic": topic,
+        "group": f"{topic}-group",
+        "strategy": strategy,
+        "parallelism": 2,
+        "expected": records,
+        "timeout_s": 240,
+        "options": {"kafka.max.poll.records": 150, "maxRecordsPerTrigger": 800},
+    }
+    cell = _shared_group(broker, work, config, rng, records)
+    if upstream:
+        upstream.join()
+    return cell
+
+
+def _group_settings(failure: str, group_timing: dict[str, str] | None) -> dict[str, str]:
+    # Earliest before anyone joins: F9's console consumer may join the group before the queries do.
+    settings = {"share.record.lock.duration.ms": str(LOCK_MS), "share.auto.offset.reset": "earliest"}
+    settings.update(group_timing or {})
+    if failure == "F7":  # a short session, so that the pause outlives it (the harness lowers the broker's minimum)
+        settings.update({"share.session.timeout.ms": "6000", "share.heartbeat.interval.ms": "1000"})
+    return settings
+
+
+def _produce(broker: Broker, topic: str, failure: str, records: int) -> tuple[threading.Thread | None, int]:
+    """Produces the cell's records: all before the query starts, or for F3, F6, F7 and F9 half now and half
+    while the query runs (20 s at a steady rate), so that the failure strikes mid-stream. Gives the thread
+    producing the second half and the number of records in all."""
+    if failure not in ("F3", "F6", "F7", "F9"):
+        broker.produce(topic, records)
+        return None, records
+    broker.produce(topic, records // 2)
+    rate = max(10, (records - records // 2) // 20 // 10 * 10)
+    upstream = threading.Thread(
+        target=harness,
+        args=("produce-rate", broker.bootstrap, topic, str(rate), "20", str(records // 2)),
+        kwargs={"timeout": 400},
+    )
+    upstream.start()
+    return upstream, records // 2 + rate * 20
+
+
+def _seconds_to_recover(marker: Path, checkpoint: Path) -> float | None:
     """From the injection to the first batch committed after it (commit log file times)."""
-    marker = work / "injected"
     if not marker.exists() or not marker.read_text().strip():
         return None
     injected_at = float(marker.read_text())
-    commits = [f.stat().st_mtime for f in (work / "checkpoint" / "commits").iterdir() if f.name.isdigit()]
+    commits = [f.stat().st_mtime for f in (checkpoint / "commits").iterdir() if f.name.isdigit()]
     after = [t for t in commits if t > injected_at]
     return round(min(after) - injected_at, 1) if after else None
 
@@ -223,6 +303,8 @@ def _console_share_consumer(broker: Broker, topic: str, group: str, max_messages
         text=True,
         timeout=180,
     )
+    if done.returncode != 0:
+        raise AssertionError(f"kafka-console-share-consumer exited {done.returncode}: {done.stderr[-2000:]}")
     return [line.strip() for line in done.stdout.splitlines() if line.strip().isdigit()]
 
 
@@ -250,11 +332,17 @@ def _shared_group(broker: Broker, work: Path, config: dict[str, object], rng: ra
 
     # Kafka's console share consumer joins with the queries and takes a seeded number of records.
     outside: list[str] = []
-    console = threading.Thread(
-        target=lambda: outside.extend(
-            _console_share_consumer(broker, str(config["topic"]), str(config["group"]), rng.randint(100, records // 4))
-        )
-    )
+    console_failed: list[BaseException] = []
+
+    def console_reads() -> None:
+        try:
+            outside.extend(
+                _console_share_consumer(broker, str(config["topic"]), str(config["group"]), rng.randint(100, records // 4))
+            )
+        except BaseException as e:  # the cell must not pass without the third member it is about
+            console_failed.append(e)
+
+    console = threading.Thread(target=console_reads)
     console.start()
     deadline = time.time() + 240
     console.join(timeout=200)
@@ -263,6 +351,8 @@ def _shared_group(broker: Broker, work: Path, config: dict[str, object], rng: ra
     time.sleep(3)  # a record landing twice would show in these seconds
     (work / "enough").touch()
     results = [finish(p, timeout=120) for p in processes]
+    if console_failed:
+        raise AssertionError(f"F9: Kafka's console share consumer did not run: {console_failed[0]}")
     by_member = {
         "query a": list(results[0].get("keys", [])),
         "query b": list(results[1].get("keys", [])),
@@ -319,21 +409,24 @@ def main() -> int:
     broker = Broker(version, work / "broker").start()
     cells: list[Cell] = []
     try:
+        strategies = args.strategies.split(",")
         for failure in filter(None, args.failures.split(",")):  # --failures "" --cluster: the cluster only
-            for strategy in args.strategies.split(","):
+            # One Spark application for all strategies (F9, two queries and a console consumer, one each).
+            runs = [[s] for s in strategies] if failure == "F9" else [strategies]
+            for together in runs:
                 started = time.time()
-                cell_dir = work / f"{failure}-{strategy}"
+                cell_dir = work / f"{failure}-{'-'.join(together)}"
                 try:
-                    cell = run_cell(broker, cell_dir, failure, strategy, args.seed, args.records)
-                except Exception as e:  # a cell that could not run is a failed cell, reported with the rest
-                    cell = Cell(failure, strategy, args.records, 0, args.records, 0, None, f"ERROR {str(e)[:200]}")
-                cells.append(cell)
-                print(cell.row(), f"({time.time() - started:.0f} s)", flush=True)
+                    done = run_cells(broker, cell_dir, failure, together, args.seed, args.records)
+                except Exception as e:  # cells that could not run are failed cells, reported with the rest
+                    done = [Cell(failure, s, args.records, 0, args.records, 0, None, f"ERROR {str(e)[:200]}") for s in together]
+                cells.extend(done)
+                for cell in done:
+                    print(cell.row(), f"({time.time() - started:.0f} s for {len(done)})", flush=True)
         if args.cluster:
             cluster = Cluster(version, work / "cluster").start()
             try:
-                for strategy in args.strategies.split(","):
-                    cell = run_cell(cluster, work / f"cluster-{strategy}", "F6", strategy, args.seed, args.records)
+                for cell in run_cells(cluster, work / "cluster", "F6", strategies, args.seed, args.records):
                     cell.failure = "F6 (3 nodes)"
                     cells.append(cell)
                     print(cell.row(), flush=True)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from chaos import STRATEGIES, Cell, run_cell
+from chaos import STRATEGIES, Cell, run_cell, run_cells
 from harness import TEST_GROUP_TIMING, Broker, broker_versions
 from spark_runs import record_delivery_counts, spark_log
 
@@ -19,26 +19,51 @@ NEWEST = broker_versions()[-1]
 SEED = 20261122  # CI strikes the same points every run; `make chaos` draws new ones
 # The cells that kill or pause a process: F4 and F5 for every strategy but idempotent, whose mechanics
 # are none's (it differs only in what it asks of the sink); the slower F3, F6, F7 and F9 for the
-# exactly-once ones. F1, F2, F8, F10 and F11 need no process to die: they run in the test JVM, in
-# tests/integration/.../stream/FailureCellsSuite.scala (and all cells, idempotent's too, in `make chaos`).
-CELLS = [(f, s) for f in ("F4", "F5") for s in STRATEGIES if s != "idempotent"] + [
-    (f, s) for f in ("F3", "F6", "F7", "F9") for s in ("checkpoint-dedup", "two-phase-commit")
+# exactly-once ones. The strategies of a failure run side by side, a query each in one Spark application
+# (chaos.run_cells): one Spark start, one crash and one restart for all of them. F1, F2, F8, F10 and F11
+# need no process to die: they run in the test JVM, in tests/integration/.../stream/FailureCellsSuite.scala
+# (and all cells, idempotent's too, in `make chaos`).
+EXACTLY_ONCE_STRATEGIES = ["checkpoint-dedup", "two-phase-commit"]
+FAILURES = [("F4", [s for s in STRATEGIES if s != "idempotent"]), ("F5", [s for s in STRATEGIES if s != "idempotent"])] + [
+    (f, EXACTLY_ONCE_STRATEGIES) for f in ("F3", "F6", "F7")
 ]
 
 
-def check(cell: Cell) -> None:
+def record(cell: Cell) -> None:
     record_delivery_counts(
         f"{cell.failure:4} {cell.strategy:17} produced {cell.produced:6} landed {cell.landed:6} "
         f"lost {cell.lost:4} doubled {cell.doubled:4} recover {cell.recover_s} s ({cell.detail})"
     )
+
+
+def check(cell: Cell) -> None:
+    record(cell)
     assert not cell.problems(), cell.problems()
 
 
 @pytest.mark.parametrize("broker", [NEWEST], indirect=True, ids=[f"kafka-{NEWEST}"])
-@pytest.mark.parametrize("failure,strategy", CELLS)
-def test_failure_loses_nothing(broker: Broker, tmp_path: Path, failure: str, strategy: str) -> None:
-    records = 2000 if failure == "F11" else 4000
-    check(run_cell(broker, tmp_path, failure, strategy, SEED, records=records, group_timing=TEST_GROUP_TIMING))
+@pytest.mark.parametrize("failure,strategies", FAILURES, ids=[f for f, _ in FAILURES])
+def test_failure_loses_nothing(broker: Broker, tmp_path: Path, failure: str, strategies: list[str]) -> None:
+    """Also, after a driver crash (F4, F5), the restarted query runs the batch the crash interrupted again
+    without failing first: Spark hands the source that batch's offsets as read back from the checkpoint
+    (SerializedOffset), and the query must take them."""
+    cells = run_cells(broker, tmp_path, failure, strategies, SEED, records=4000, group_timing=TEST_GROUP_TIMING)
+    assert [c.strategy for c in cells] == strategies
+    for cell in cells:
+        record(cell)
+    problems = [p for cell in cells for p in cell.problems()]
+    if failure in ("F4", "F5"):
+        problems += [f"{c.strategy}: the restarted query failed {c.restarts} times" for c in cells if c.restarts]
+    assert not problems, problems
+
+
+@pytest.mark.parametrize("broker", [NEWEST], indirect=True, ids=[f"kafka-{NEWEST}"])
+@pytest.mark.parametrize("strategy", EXACTLY_ONCE_STRATEGIES)
+def test_a_group_shared_with_another_query_and_a_console_consumer_loses_nothing(
+    broker: Broker, tmp_path: Path, strategy: str
+) -> None:
+    """F9: two queries (two Spark applications) and Kafka's console share consumer in one group."""
+    check(run_cell(broker, tmp_path, "F9", strategy, SEED, records=4000, group_timing=TEST_GROUP_TIMING))
 
 
 @pytest.mark.parametrize("broker", [NEWEST], indirect=True, ids=[f"kafka-{NEWEST}"])

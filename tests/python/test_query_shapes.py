@@ -21,49 +21,33 @@ from streams import NEWEST, check, crash_at_moments, prepare, stream
 pytestmark = pytest.mark.parametrize("broker", [NEWEST], indirect=True, ids=[f"kafka-{NEWEST}"])
 
 
-@pytest.mark.parametrize("failure", ["F4", "F5"])
-def test_a_restart_after_a_driver_crash_needs_no_second_restart(
-    broker: Broker, fresh_name: Callable[[str], str], tmp_path: Path, failure: str
-) -> None:
-    """The restarted query runs the batch the crash interrupted again; Spark hands the source that
-    batch's offsets as read back from the checkpoint (SerializedOffset), and the query must take them."""
-    topic, group = prepare(broker, fresh_name, records=1500)
-    options = {"maxRecordsPerTrigger": 500}
-    stream(broker, tmp_path, topic, group, "two-phase-commit", 1500, failure=failure, killed=True, options=options)
-    landed = stream(broker, tmp_path, topic, group, "two-phase-commit", 1500, failure=failure, options=options)
-    check(failure, "two-phase-commit", landed, 1500, tmp_path)
-    assert landed["restarts"] == 0, landed
-
-
-def test_a_union_into_a_file_sink_survives_driver_crashes(
+def test_a_union_into_a_file_sink_and_a_watermarked_stateful_query_survive_driver_crashes(
     broker: Broker, fresh_name: Callable[[str], str], tmp_path: Path
 ) -> None:
-    """A kafka-share stream unioned with a rate stream, into Spark's file sink, with two-phase commit;
-    the driver is killed twice at a moment (not at a batch), and the query restarted each time."""
-    topic, group = prepare(broker, fresh_name, records=3000)
-    shape = {"union_rate": True, "sink_format": "parquet", "options": {"maxRecordsPerTrigger": 300}}
-    crash_at_moments(broker, tmp_path, topic, group, "two-phase-commit", 3000, (1.5, 3.0), **shape)
-    landed = stream(broker, tmp_path, topic, group, "two-phase-commit", 3000, timeout_s=240, **shape)
-    check("unF", "two-phase-commit", landed, 3000, tmp_path)
-    assert landed["restarts"] == 0, landed
-
-
-def test_a_watermarked_stateful_query_survives_driver_crashes(
-    broker: Broker, fresh_name: Callable[[str], str], tmp_path: Path
-) -> None:
-    """A watermarked aggregation (each window's keys collected in state, update mode), with two-phase
-    commit: a crashed batch is replayed from the state of the batch before. The driver is killed twice
-    at a moment and the query restarted each time: every record must be in its window's state once."""
-    topic, group = prepare(broker, fresh_name, records=3000)
-    shape = {"watermark": True, "options": {"maxRecordsPerTrigger": 300}}
-    crash_at_moments(broker, tmp_path, topic, group, "two-phase-commit", 3000, (1.5, 3.0), **shape)
-    landed = stream(broker, tmp_path, topic, group, "two-phase-commit", 3000, timeout_s=240, **shape)
-    check("wmF", "two-phase-commit", landed, 3000, tmp_path)
-    assert landed["restarts"] == 0, landed
-    # The shape did what it is here for: windows grew over several batches, so the final lists (which
-    # hold every record, above) came from state carried across batches and restored after each crash.
+    """Two shapes in one application, each on its own topic and group, with two-phase commit: a
+    kafka-share stream unioned with a rate stream into Spark's file sink, and a watermarked aggregation
+    (each window's keys collected in state, update mode; a crashed batch is replayed from the state of the
+    batch before). The driver is killed twice at a moment (not at a batch), 1.5 s and 3 s after both
+    queries committed a batch of that run, and the application started again each time: every record
+    must land once, in the file sink and in its window's state."""
+    (union_topic, union_group), (windows_topic, windows_group) = (prepare(broker, fresh_name, records=3000) for _ in range(2))
+    union, windows = tmp_path / "union", tmp_path / "windows"
+    queries = [
+        {"topic": union_topic, "group": union_group, "union_rate": True, "sink_format": "parquet"},
+        {"topic": windows_topic, "group": windows_group, "watermark": True},
+    ]
+    for q, where in zip(queries, (union, windows)):
+        q.update({"checkpoint": str(where / "checkpoint"), "sink": str(where / "sink")})
+    shapes = {"queries": queries, "options": {"maxRecordsPerTrigger": 300}}
+    crash_at_moments(broker, tmp_path, union_topic, union_group, "two-phase-commit", 3000, (1.5, 3.0), **shapes)
+    landed = stream(broker, tmp_path, union_topic, union_group, "two-phase-commit", 3000, timeout_s=240, **shapes)
+    for case, result in zip(("unF", "wmF"), landed["queries"]):
+        check(case, "two-phase-commit", result, 3000, tmp_path)
+        assert result["restarts"] == 0, result
+    # The watermarked shape did what it is here for: windows grew over several batches, so the final lists
+    # (which hold every record, above) came from state carried across batches and restored after each crash.
     sizes: dict[str, list[tuple[int, int]]] = {}
-    for d in (tmp_path / "sink").glob("batch=*"):
+    for d in (windows / "sink").glob("batch=*"):
         for f in d.glob("*.parquet"):
             for row in pq.read_table(f).to_pylist():
                 sizes.setdefault(row["w"], []).append((int(d.name.split("=")[1]), len(row["ks"])))
