@@ -84,7 +84,7 @@ test-compat: $(VENV_OLDEST)/installed-wheel $(DELTA_JARS) $(S3_JARS) $(GCS)
 		$(VENV_OLDEST)/bin/python -m pytest -n 2 --dist loadgroup --durations=10 \
 		tests/python/test_spark_provider.py tests/python/test_package.py tests/python/test_delivery.py \
 		tests/python/test_delta_sink.py tests/python/test_object_store.py \
-		-k "not loses_nothing or F4-two-phase-commit or s3_loses_nothing and two-phase-commit"
+		-k "not loses_nothing or failure_loses_nothing and F4 or s3_loses_nothing and two-phase-commit"
 
 # Delta's jars for tests/python/test_delta_sink.py, which only the oldest Spark runs (see versions.properties).
 $(DELTA_JARS): versions.properties

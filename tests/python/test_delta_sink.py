@@ -23,32 +23,50 @@ pytestmark = pytest.mark.parametrize("broker", [NEWEST], indirect=True, ids=[f"k
 RECORDS = 1800
 
 
-@pytest.mark.parametrize("strategy", ["two-phase-commit", "checkpoint-dedup"])
 def test_foreach_batch_into_delta_survives_driver_crashes(
-    broker: Broker, fresh_name: Callable[[str], str], tmp_path: Path, strategy: str
+    broker: Broker, fresh_name: Callable[[str], str], tmp_path: Path
 ) -> None:
+    """Two-phase commit and checkpoint-dedup side by side: a query each in one application (one Spark
+    start per run for both), each on its own topic and group, into its own Delta table."""
     jars = os.environ.get("KAFKASHARE_DELTA_JARS", "")
     assert jars, "KAFKASHARE_DELTA_JARS is not set: run this file through `make test-compat`, which fetches Delta"
-    # The default lock (30 s): on 2 cores Delta's first batches on Spark 4.0 take 15 to 20 s, and a
-    # two-phase-commit batch longer than its locks spends delivery attempts (docs/delivery-semantics.md).
-    topic, group = prepare(broker, fresh_name, records=RECORDS, lock_ms=30000)
-    shape = {"delta": True, "delta_jars": jars, "options": {"maxRecordsPerTrigger": 300}}
-    # Killed after Delta has batch 2 and before Spark's commit log does: the restart runs batch 2 again
-    # and Delta skips it (its txnVersion is there). Then twice at a moment.
+    strategies = ["two-phase-commit", "checkpoint-dedup"]
+    queries = []
+    for strategy in strategies:
+        # The default lock (30 s): on 2 cores Delta's first batches on Spark 4.0 take 15 to 20 s, and a
+        # two-phase-commit batch longer than its locks spends delivery attempts (docs/delivery-semantics.md).
+        topic, group = prepare(broker, fresh_name, records=RECORDS, lock_ms=30000)
+        own = tmp_path / strategy
+        queries.append(
+            {
+                "topic": topic,
+                "group": group,
+                "strategy": strategy,
+                "checkpoint": str(own / "checkpoint"),
+                "sink": str(own / "sink"),
+            }
+        )
+    shape = {"delta": True, "delta_jars": jars, "options": {"maxRecordsPerTrigger": 300}, "queries": queries}
+    first = queries[0]
+    # Killed once each query's Delta table has its batch 2 and before Spark's commit log does: the restart
+    # runs batch 2 again and Delta skips it (its txnVersion is there). Then twice at a moment.
+    at_the_sink = [{**q, "marker": str(tmp_path / f"crash-sink-{q['strategy']}")} for q in queries]
     stream(
         broker,
         tmp_path,
-        topic,
-        group,
-        strategy,
+        str(first["topic"]),
+        str(first["group"]),
+        strategies[0],
         RECORDS,
         failure="F5",
         failure_batch=2,
-        marker=str(tmp_path / "crash-sink"),
         killed=True,
-        **shape,
+        **{**shape, "queries": at_the_sink},
     )
-    crash_at_moments(broker, tmp_path, topic, group, strategy, RECORDS, (1.5, 3.0), **shape)
-    landed = stream(broker, tmp_path, topic, group, strategy, RECORDS, timeout_s=240, **shape)
-    check("dlt", strategy, landed, RECORDS, tmp_path)
-    assert landed["restarts"] == 0, landed
+    crash_at_moments(broker, tmp_path, str(first["topic"]), str(first["group"]), strategies[0], RECORDS, (1.5, 3.0), **shape)
+    landed = stream(broker, tmp_path, str(first["topic"]), str(first["group"]), strategies[0], RECORDS, timeout_s=240, **shape)
+    for strategy, result in zip(strategies, landed["queries"]):
+        check("dlt", strategy, result, RECORDS, tmp_path)
+        assert result["restarts"] == 0, (strategy, result)
+    for q in at_the_sink:
+        assert Path(str(q["marker"])).exists(), f"{q['strategy']}: never killed at the sink"

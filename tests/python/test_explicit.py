@@ -7,10 +7,12 @@ spark_kafka_share.acknowledge, then checks what the broker did with the decision
 from __future__ import annotations
 
 import json
+import os
 import time
 from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, TypeAlias
 
 import pytest
 
@@ -54,14 +56,55 @@ def run(
     return topic, group, result
 
 
+# Scenarios that run to their end without a failure, a query each in one application: one Spark start for
+# all of them (explicit_stream.py's queries). test_scenarios_side_by_side runs them and applies each
+# scenario's check (check_* below) to its own query's result.
+TOGETHER: dict[str, dict[str, Any]] = {
+    "decisions": {"scenario": "decisions", "records": 60},
+    "poison": {"scenario": "poison", "records": 100, "dead_letters": True},
+    "bad-decisions": {"scenario": "bad-decisions", "records": 50},
+    **{
+        f"release-by-default/{strategy}": {
+            "scenario": "release-by-default",
+            "records": 100,
+            "strategy": strategy,
+            "options": {"kafka.share.acknowledgment.default": "release"},
+        }
+        for strategy in ("two-phase-commit", "checkpoint-dedup")
+    },
+    "ack-first": {"scenario": "ack-first", "records": 200},
+}
+Ran: TypeAlias = dict[str, tuple[str, str, dict[str, Any]]]  # each scenario's topic, group and result
+
+
+def run_together(broker: Broker, tmp: Path) -> Ran:
+    """Runs every scenario of TOGETHER in one application."""
+    queries = []
+    for i, scenario in enumerate(TOGETHER.values()):
+        topic, group = f"explicit-together-{os.getpid()}-{i}", f"explicit-together-group-{os.getpid()}-{i}"
+        broker.create_topic(topic, 2)
+        broker.group_config(group, {"share.record.lock.duration.ms": "15000", **TEST_GROUP_TIMING})
+        broker.produce(topic, int(scenario["records"]))
+        query = {k: v for k, v in scenario.items() if k != "dead_letters"}
+        if scenario.get("dead_letters"):
+            broker.create_topic(f"{topic}-dlt", 1)
+            query["options"] = {"kafka.share.maxDeliveries": 3, "kafka.share.deadLetterTopic": f"{topic}-dlt"}
+        own = tmp / str(i)
+        query.update({"topic": topic, "group": group, "checkpoint": str(own / "checkpoint"), "sink": str(own / "sink")})
+        queries.append(query)
+    config = {"bootstrap": broker.bootstrap, "queries": queries, "timeout_s": 240}
+    results = run_spark("explicit_stream.py", json.dumps(config), timeout=600)["queries"]
+    return {name: (str(q["topic"]), str(q["group"]), r) for name, q, r in zip(TOGETHER, queries, results)}
+
+
 def nothing_left(broker: Broker, group: str, topic: str) -> int:
     """How many records a plain share consumer of the group still gets (waits 8 s for any)."""
     return broker.share_consume(group, topic, expected=1, timeout_ms=8000)
 
 
-def test_each_decision_is_carried_out_by_the_broker(broker: Broker, fresh_name: Callable[[str], str], tmp_path: Path) -> None:
+def check_each_decision_is_carried_out_by_the_broker(broker: Broker, ran: Ran) -> None:
     records = 60
-    topic, group, result = run(broker, fresh_name, tmp_path, "decisions", records)
+    topic, group, result = ran["decisions"]
     seen = Counter((k, dc) for k, dc, _ in result["seen"])
     rejected = [str(k) for k in range(records) if k % 3 == 0]
     released = [str(k) for k in range(records) if k % 3 == 1]
@@ -72,7 +115,7 @@ def test_each_decision_is_carried_out_by_the_broker(broker: Broker, fresh_name: 
     assert all(seen[(k, 1)] == 1 and seen[(k, 2)] == 1 for k in released), seen
     # No decision: the default (accept), delivered once.
     assert all(seen[(k, 1)] == 1 and seen[(k, 2)] == 0 for k in defaulted), seen
-    landed = Counter(result["landed"])
+    landed: Counter[str] = Counter(result["landed"])
     assert sorted(landed) == sorted(released + defaulted) and set(landed.values()) == {1}, landed
     metrics = result["metrics"]
     assert isinstance(metrics, dict) and int(metrics["recordsRejectedTotal"]) == len(rejected), metrics
@@ -80,21 +123,11 @@ def test_each_decision_is_carried_out_by_the_broker(broker: Broker, fresh_name: 
     assert nothing_left(broker, group, topic) == 0
 
 
-def test_a_poison_record_goes_to_the_dead_letter_topic_and_the_stream_goes_on(
-    broker: Broker, fresh_name: Callable[[str], str], tmp_path: Path
-) -> None:
+def check_a_poison_record_goes_to_the_dead_letter_topic_and_the_stream_goes_on(broker: Broker, ran: Ran) -> None:
     """F10: a record whose processing fails every time."""
     records = 100
-    dead_letters = fresh_name("dlt")
-    broker.create_topic(dead_letters, 1)
-    topic, group, result = run(
-        broker,
-        fresh_name,
-        tmp_path,
-        "poison",
-        records,
-        options={"kafka.share.maxDeliveries": 3, "kafka.share.deadLetterTopic": dead_letters},
-    )
+    topic, group, result = ran["poison"]
+    dead_letters = f"{topic}-dlt"
     poison_deliveries = sorted(dc for k, dc, _ in result["seen"] if k == "7")
     assert poison_deliveries == [1, 2, 3], poison_deliveries  # emitted up to maxDeliveries, not after
     dlt = broker.read_topic(dead_letters)
@@ -103,7 +136,7 @@ def test_a_poison_record_goes_to_the_dead_letter_topic_and_the_stream_goes_on(
     assert isinstance(headers, dict)
     assert headers["kafka-share.origin.topic"] == topic and headers["kafka-share.origin.group"] == group
     assert headers["kafka-share.origin.deliveryCount"] == "4" and "kafka-share.origin.offset" in headers
-    landed = Counter(result["landed"])
+    landed: Counter[str] = Counter(result["landed"])
     others = {str(k) for k in range(records)} - {"7"}
     lost, doubled = len(others - set(landed)), sum(n - 1 for n in landed.values())
     record_delivery_counts(
@@ -133,9 +166,9 @@ def test_a_failed_batch_in_explicit_mode_loses_nothing(broker: Broker, fresh_nam
     assert nothing_left(broker, group, topic) == 0
 
 
-def test_decisions_that_cannot_apply_are_refused(broker: Broker, fresh_name: Callable[[str], str], tmp_path: Path) -> None:
+def check_decisions_that_cannot_apply_are_refused(broker: Broker, ran: Ran) -> None:
     records = 50
-    topic, group, result = run(broker, fresh_name, tmp_path, "bad-decisions", records)
+    topic, group, result = ran["bad-decisions"]
     errors = result["errors"]
     assert isinstance(errors, dict)
     assert "unknown decision 'maybe'" in errors["unknown"] and "use accept, release or reject" in errors["unknown"]
@@ -192,24 +225,13 @@ def test_decisions_in_a_union_name_sparks_batch_id(broker: Broker, fresh_name: C
     assert nothing_left(broker, group, topic) == 0
 
 
-@pytest.mark.parametrize("strategy", ["two-phase-commit", "checkpoint-dedup"])
-def test_records_released_by_the_default_decision_come_back(
-    broker: Broker, fresh_name: Callable[[str], str], tmp_path: Path, strategy: str
-) -> None:
+def check_records_released_by_the_default_decision_come_back(broker: Broker, ran: Ran, strategy: str) -> None:
     records = 100
-    topic, group, result = run(
-        broker,
-        fresh_name,
-        tmp_path,
-        "release-by-default",
-        records,
-        strategy=strategy,
-        options={"kafka.share.acknowledgment.default": "release"},
-    )
+    topic, group, result = ran[f"release-by-default/{strategy}"]
     seen = Counter((k, dc) for k, dc, _ in result["seen"])
     keys = [str(k) for k in range(records)]
     assert all(seen[(k, 1)] == 1 and seen[(k, 2)] == 1 for k in keys), seen
-    landed = Counter(result["landed"])
+    landed: Counter[str] = Counter(result["landed"])
     lost, doubled = records - len(landed), sum(n - 1 for n in landed.values())
     record_delivery_counts(
         f"dflt explicit+{strategy:17} produced {records:6d} landed {len(landed):6d} "
@@ -219,11 +241,42 @@ def test_records_released_by_the_default_decision_come_back(
     assert nothing_left(broker, group, topic) == 0
 
 
-def test_acknowledge_may_be_the_first_action_on_the_batch(
-    broker: Broker, fresh_name: Callable[[str], str], tmp_path: Path
-) -> None:
+def check_acknowledge_may_be_the_first_action_on_the_batch(broker: Broker, ran: Ran) -> None:
     records = 200
-    topic, group, result = run(broker, fresh_name, tmp_path, "ack-first", records)
+    topic, group, result = ran["ack-first"]
     assert result["restarts"] == 0, result
     assert Counter(result["landed"]) == Counter(str(k) for k in range(records))
     assert nothing_left(broker, group, topic) == 0
+
+
+CHECKS: dict[str, Callable[[Broker, Ran], None]] = {
+    "decisions": check_each_decision_is_carried_out_by_the_broker,
+    "poison": check_a_poison_record_goes_to_the_dead_letter_topic_and_the_stream_goes_on,
+    "bad-decisions": check_decisions_that_cannot_apply_are_refused,
+    "release-by-default/two-phase-commit": lambda b, r: check_records_released_by_the_default_decision_come_back(
+        b, r, "two-phase-commit"
+    ),
+    "release-by-default/checkpoint-dedup": lambda b, r: check_records_released_by_the_default_decision_come_back(
+        b, r, "checkpoint-dedup"
+    ),
+    "ack-first": check_acknowledge_may_be_the_first_action_on_the_batch,
+}
+
+
+def test_scenarios_side_by_side(broker: Broker, tmp_path: Path) -> None:
+    """The scenarios of TOGETHER in one application; every scenario's check runs, and each failing one is named."""
+    assert set(CHECKS) == set(TOGETHER)
+    ran = run_together(broker, tmp_path)
+
+    def failure_of(check: Callable[[Broker, Ran], None]) -> str | None:
+        try:
+            check(broker, ran)
+            return None
+        except AssertionError as e:
+            return str(e)[:1500]
+
+    # At once: each check ends by waiting 8 s for a record still with its group.
+    with ThreadPoolExecutor(len(CHECKS)) as pool:
+        outcomes = dict(zip(CHECKS, pool.map(failure_of, CHECKS.values())))
+    failed = [f"{name}: {why}" for name, why in outcomes.items() if why is not None]
+    assert not failed, "\n".join(failed)

@@ -470,6 +470,8 @@ failure = config.get("failure") or "none"
 several = config.get("queries")
 query_configs = [{**config, **q} for q in several] if several else [config]
 # F4 and F5 kill the driver once every query that was to be struck reached its point.
+markers = [c.get("marker") for c in query_configs]
+assert failure not in ("F4", "F5") or len(set(markers)) == len(markers), "F4 and F5 strike each query: a marker each"
 struck = [c for c in query_configs if c.get("failure") in ("F4", "F5") and not Path(c.get("marker") or "/nonexistent").exists()]
 driver_kill = DriverKill(len(struck))
 queries = [ShareQuery(c, driver_kill) for c in query_configs]
