@@ -27,6 +27,7 @@ import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from harness import ROOT, Broker, Cluster, broker_versions, harness
 from spark_runs import finish, run_spark, start_spark
@@ -84,23 +85,9 @@ TABLE_HEADER = (
 )
 
 
-def run_cell(
-    broker: Broker,
-    work: Path,
-    failure: str,
-    strategy: str,
-    seed: int,
-    records: int = 4000,
-    group_timing: dict[str, str] | None = None,
-    checkpoint: str | None = None,
-    spark_conf: dict[str, str] | None = None,
-    slow_batch_s: float = 0,
-) -> Cell:
-    """One failure against one strategy; `work` is an empty directory for the checkpoint and the sink.
-    `group_timing`: the group's heartbeat and session settings (by default the broker's, as in production).
-    `checkpoint`: a URI on another store (s3a://...) instead of work/checkpoint, with `spark_conf` to reach it.
-    `slow_batch_s`: F4 strikes that long into the batch (its foreachBatch sleeps first)."""
-    return run_cells(broker, work, failure, [strategy], seed, records, group_timing, checkpoint, spark_conf, slow_batch_s)[0]
+def run_cell(broker: Broker, work: Path, failure: str, strategy: str, seed: int, **settings: Any) -> Cell:
+    """One failure against one strategy (the settings: those of run_cells)."""
+    return run_cells(broker, work, failure, [strategy], seed, **settings)[0]
 
 
 def run_cells(
@@ -118,7 +105,11 @@ def run_cells(
     """One failure against several strategies at once: a query per strategy in one Spark application,
     each in its own share group on one topic (a group reads the whole topic), with its own checkpoint and
     sink, so that one Spark start serves every cell. A failure at a batch (F4, F5) strikes each query at
-    its own seeded batch; one at a moment (F3, F6, F7) strikes all of them together. F9 runs alone."""
+    its own seeded batch; one at a moment (F3, F6, F7) strikes all of them together. F9 runs alone.
+    `work` is an empty directory for the checkpoints and the sinks.
+    `group_timing`: the groups' heartbeat and session settings (by default the broker's, as in production).
+    `checkpoint`: a URI on another store (s3a://...) instead of work/checkpoint, with `spark_conf` to reach it.
+    `slow_batch_s`: F4 strikes that long into the batch (its foreachBatch sleeps first)."""
     assert len(strategies) == 1 or (failure != "F9" and checkpoint is None), "F9 and other stores run one strategy"
     if failure == "F9":
         return [_shared_group_cell(broker, work, strategies[0], seed, records, group_timing)]
