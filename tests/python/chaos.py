@@ -123,7 +123,8 @@ def run_cells(
         broker.group_config(group, _group_settings(failure, group_timing))
     upstream, records = _produce(broker, topic, failure, records)
     per_query = []
-    # Each strategy draws from its own seed what it drew when it ran alone.
+    # A failure at a batch or a key: each strategy draws from its own seed what it drew when it ran alone.
+    # A failure at a moment (and F6's node) strikes all queries at once: the first strategy's seed draws it.
     failure_batches = {s: rngs[s].randint(1, 3) for s in strategies}
     inject_after_s = [round(rngs[s].uniform(0.0, 2.0), 1) for s in strategies][0]
     for s in strategies:
@@ -187,18 +188,20 @@ def run_cells(
     if upstream:
         upstream.join()
     results = result["queries"] if len(strategies) > 1 else [result]
-    cells = []
+    cells, errors = [], []
     for q, s, r in zip(per_query, strategies, results):
         if not Path(str(q["marker"])).exists() and failure not in ("F8", "-"):
-            raise AssertionError(f"{failure}/{s}: the failure was never injected: {r.get('progress')}")
+            errors.append(f"{failure}/{s}: the failure was never injected: {r.get('progress')}")
         mismatch = Path(f"{q['sink']}.replay-mismatch")
         if mismatch.exists():
-            raise AssertionError(f"{failure}/{s}: two reads of one batch differed: {mismatch.read_text()}")
+            errors.append(f"{failure}/{s}: two reads of one batch differed: {mismatch.read_text()}")
         rows, distinct = int(r["rows"]), int(r["distinct"])
         recover_s = None if checkpoint else _seconds_to_recover(Path(str(q["marker"])), Path(str(q["checkpoint"])))
         cells.append(
             Cell(failure, s, records, rows, records - distinct, rows - distinct, recover_s, where[s], int(r.get("restarts", 0)))
         )
+    if errors:  # every strategy's, with the counts of all: one strategy's error hides no other's result
+        raise AssertionError("; ".join(errors) + " | " + " | ".join(c.row() for c in cells))
     return cells
 
 
@@ -344,6 +347,8 @@ def _shared_group(broker: Broker, work: Path, config: dict[str, object], rng: ra
     results = [finish(p, timeout=120) for p in processes]
     if console_failed:
         raise AssertionError(f"F9: Kafka's console share consumer did not run: {console_failed[0]}")
+    if not outside:  # it exits 0 with nothing when its --timeout-ms passes: the group was not shared
+        raise AssertionError("F9: Kafka's console share consumer received no record")
     by_member = {
         "query a": list(results[0].get("keys", [])),
         "query b": list(results[1].get("keys", [])),

@@ -101,22 +101,26 @@ def spark_jvm_pid() -> int:
 
 class DriverKill:
     """F4 and F5 with several queries: each query that reaches its injection point waits here; the last
-    one to arrive kills the driver, so that every query dies at its own point. One that never comes (a
-    query that failed) does not hold the kill up for more than a few minutes."""
+    one to arrive kills the driver, so that every query dies at its own point. Each marker then gets the
+    moment of the kill, which is when the failure struck (recovery is measured from it). One query that
+    never comes (it failed) does not hold the kill up for more than a few minutes."""
 
     def __init__(self, expected: int) -> None:
         self.expected = expected
-        self.arrived = 0
+        self.markers: list[Path] = []
         self.lock = threading.Lock()
         self.all_there = threading.Event()
 
-    def arrive(self) -> None:
+    def arrive(self, marker: Path) -> None:
         with self.lock:
-            self.arrived += 1
-            if self.arrived >= self.expected:
+            self.markers.append(marker)
+            if len(self.markers) >= self.expected:
                 self.all_there.set()
         self.all_there.wait(timeout=180)
-        kill_driver()
+        with self.lock:
+            for m in self.markers:
+                m.write_text(str(time.time()))
+            kill_driver()
 
 
 class ShareQuery:
@@ -163,7 +167,7 @@ class ShareQuery:
             # A batch longer than the lock (slow_batch_s): its held records' locks are renewed meanwhile (Kafka 4.2+).
             time.sleep(float(self.c.get("slow_batch_s", 0)))
             self.injected()
-            self.driver_kill.arrive()  # after offset log N, before the sink has batch N
+            self.driver_kill.arrive(self.marker)  # after offset log N, before the sink has batch N
         if failure == "F10" and self.poison_failures() < 3 and rows.filter(col("k") == self.c.get("poison_key", "7")).count():
             # A record the code cannot process: its batch fails and the query stops; it is restarted
             # (below) and runs the same batch again, three times, until "the fix is deployed".
@@ -192,7 +196,7 @@ class ShareQuery:
             raise RuntimeError("injected F2: the batch fails after its reader finished")
         if failure == "F5" and batch_id == failure_batch and once:
             self.injected()
-            self.driver_kill.arrive()  # the sink has batch N, the commit log does not
+            self.driver_kill.arrive(self.marker)  # the sink has batch N, the commit log does not
 
     def poison_failures(self) -> int:
         f = Path(f"{self.marker}.failures")
@@ -347,6 +351,7 @@ class ShareQuery:
             return
         stop_after = c.get("stop_after_batches")
         if stop_after and len(progress) >= stop_after:
+            self.stop_between_batches()  # now, not when the other queries are done too
             self.done = True
             return
         distinct_now = self.landed()[1]
@@ -367,15 +372,19 @@ class ShareQuery:
                 self.result["batches_while_idle"] = self.committed_batches() - before
             self.done = True
 
+    def stop_between_batches(self) -> None:
+        """Stops between batches, not inside one: a batch interrupted after it pinned its records keeps
+        them (they belong to it and it runs again on restart), which is not what a stop test is about."""
+        until = time.time() + 60
+        while self.query.isActive and self.query.status["isTriggerActive"] and time.time() < until:
+            time.sleep(0.05)
+        self.query.stop()
+
     def finish(self) -> dict[str, object]:
         """Stops the query (between batches where asked) and gives its line: what its sink holds."""
         c, query, result = self.c, self.query, self.result
         if c.get("stop_after_batches"):
-            # Stop between batches, not inside one: a batch interrupted after it pinned its records keeps them
-            # (they belong to it and it runs again on restart), which is not what a stop test is about.
-            until = time.time() + 60
-            while query.status["isTriggerActive"] and time.time() < until:
-                time.sleep(0.05)
+            self.stop_between_batches()
         progress = list(query.recentProgress)
         if c.get("report_surface"):
             # Where a secret could show: the progress JSON, the plan, and the SQL tab of the UI (its REST API).
@@ -468,6 +477,9 @@ def inject_in_background(queries: list[ShareQuery]) -> None:
 LANDING_GRACE_S = 60.0
 failure = config.get("failure") or "none"
 several = config.get("queries")
+# What the application does as a whole stays the same for all its queries.
+shared = [k for q in several or [] for k in ("failure", "trigger", "delta", "master", "spark_conf", "inject_after_s") if k in q]
+assert not shared, f"these keys are the application's, not a query's: {shared}"
 query_configs = [{**config, **q} for q in several] if several else [config]
 # F4 and F5 kill the driver once every query that was to be struck reached its point.
 markers = [c.get("marker") for c in query_configs]
