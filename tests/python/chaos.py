@@ -126,7 +126,8 @@ def run_cells(
     # A failure at a batch or a key: each strategy draws from its own seed what it drew when it ran alone.
     # A failure at a moment (and F6's node) strikes all queries at once: the first strategy's seed draws it.
     failure_batches = {s: rngs[s].randint(1, 3) for s in strategies}
-    inject_after_s = [round(rngs[s].uniform(0.0, 2.0), 1) for s in strategies][0]
+    inject_after = {s: round(rngs[s].uniform(0.0, 2.0), 1) for s in strategies}  # each draws it, as alone
+    inject_after_s = inject_after[strategies[0]]
     for s in strategies:
         own = work if len(strategies) == 1 else work / s
         own.mkdir(parents=True, exist_ok=True)
