@@ -71,7 +71,8 @@ class PoolWithBrokerSuite extends AnyFunSuite {
   test("records on their last delivery attempt stay in an aged carry for a batch, for up to two locks") {
     val (topic, group) = freshTopic(records = 100)
     val pool           = new ShareConsumerPool(Clock.System, new PooledShareConsumer(_))
-    val k              = key(group, topic, maxPollRecords = 500).copy(idleCloseMs = 1000L)
+    // Long enough that a loaded machine gets from the poll to the first eviction within two locks.
+    val k              = key(group, topic, maxPollRecords = 500).copy(idleCloseMs = 1500L)
     val consumer       = pool.borrow(k)
     try {
       val polled = consumer.poll(Seq(topic), 30000L)
@@ -79,11 +80,11 @@ class PoolWithBrokerSuite extends AnyFunSuite {
       consumer.lastDeliveryAttempt = 1 // as a group whose limit is 1 would have it: every record on its last attempt
       consumer.carry(polled.records, polled.acquiredAtNanos)
       pool.giveBack(consumer)
-      Thread.sleep(1200)
+      Thread.sleep(k.idleCloseMs + 200)
       pool.evictIdle()
       assert(consumer.carrying == polled.records.size, "records on their last attempt were released: the broker archives them")
       assert(pool.idleCount(k) == 1)
-      Thread.sleep(3000) // past two locks (four times idleCloseMs) since the records were acquired
+      Thread.sleep(3 * k.idleCloseMs) // past two locks (four times idleCloseMs) since the records were acquired
       pool.evictIdle()
       assert(consumer.carrying == 0, "a carry no batch took in two locks is kept forever")
     } finally pool.closeAll()
@@ -108,16 +109,28 @@ class PoolWithBrokerSuite extends AnyFunSuite {
       pool.giveBack(empty) // given back last: the one a last-in-first-out pool would hand out
       kafka.produce(topic, count = 50, firstKey = 1)
 
-      eventually(s"the idle consumer's fetch collected") { pool.evictIdle(); fetching.carrying == 50 }
+      // The producer may send the 50 in more than one request (its linger is short, and a loaded machine
+      // is slow to append): the fetch in flight answers with what had arrived, the rest comes with a poll.
+      eventually(s"the idle consumer's fetch collected") { pool.evictIdle(); fetching.carrying > 0 }
+      val collected = fetching.carrying
       assert(markers.takeFetchedWhileIdle(), "the driver was not asked for a batch")
       assert(!markers.takeFetchedWhileIdle(), "taking the mark clears it")
       val borrowed = pool.borrow(k)
       assert(borrowed eq fetching)
       val next = borrowed.poll(Seq(topic), 500L)
-      assert(next.records.map(_.offset) == (1L to 50L))
+      assert(next.records.map(_.offset) == (1L to collected.toLong), "the collected records, first and all at once")
       assert(!next.fromCarry, "records no reader saw yet are counted by the one that takes them")
       borrowed.acknowledge(next.records, AcknowledgeType.ACCEPT)
       borrowed.commit()
+      var seen = next.records.map(_.offset)
+      while (seen.size < 50) {
+        val more = borrowed.poll(Seq(topic), 30000L)
+        assert(more.records.nonEmpty, s"records after the collected ones did not come: ${seen.size} of 50")
+        borrowed.acknowledge(more.records, AcknowledgeType.ACCEPT)
+        borrowed.commit()
+        seen ++= more.records.map(_.offset)
+      }
+      assert(seen.sorted == (1L to 50L))
       pool.giveBack(borrowed)
     } finally pool.closeAll()
   }
