@@ -22,7 +22,7 @@ GCS        := target/gcs/ready
 # A Maven repository holding the connector (jar, sources, pom), for `spark-submit --packages` tests.
 MAVEN_REPO := target/maven-repo/io/github/kafkashare/spark-kafka-share_2.13/$(project.version)
 
-JVM_SOURCES     := build.sbt versions.properties project/plugins.sbt $(shell find jvm/src -type f 2>/dev/null)
+JVM_SOURCES     := build.sbt versions.properties project/plugins.sbt $(shell find jvm/src jvm/realtime/src -type f 2>/dev/null)
 HARNESS_SOURCES := build.sbt versions.properties $(shell find tests/harness/src -type f 2>/dev/null)
 PY_SOURCES      := python/pyproject.toml python/README.md LICENSE NOTICE $(shell find $(PKG) -name '*.py' -o -name py.typed -o -name options_spec.json 2>/dev/null | grep -v _version.py)
 

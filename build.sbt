@@ -85,6 +85,11 @@ lazy val connector = project
     // The plain jar (no kafka-clients inside) would have the same name: keep it out of the way.
     Compile / packageBin / artifactPath := crossTarget.value / "plain" / s"${name.value}_${scalaBinaryVersion.value}-${version.value}.jar",
     assembly / test                     := {},
+    // The real-time classes (built against Spark 4.1) go into the same jar.
+    assembly / fullClasspath ++= {
+      val _ = (LocalProject("realTime") / Compile / compile).value
+      Seq(Attributed.blank((LocalProject("realTime") / Compile / classDirectory).value))
+    },
     // `connector/publish` writes a Maven repository to target/maven-repo (the tests use it with
     // `spark-submit --packages ... --repositories file://...`). The published jar is the shaded one,
     // so the pom names no dependency: kafka-clients is inside, Spark is the cluster's own.
@@ -125,6 +130,18 @@ lazy val connector = project
         MergeStrategy.discard
       case other => (assembly / assemblyMergeStrategy).value(other)
     }
+  )
+
+// Spark's real-time mode (Spark 4.1 and later): the stream and reader that implement its interfaces, built
+// against Spark 4.1 and put into the connector's jar; the connector loads them only where Spark has the
+// interfaces (docs/real-time-mode.md).
+lazy val realTime = project
+  .in(file("jvm/realtime"))
+  .dependsOn(connector)
+  .settings(
+    name           := "spark-kafka-share-realtime",
+    publish / skip := true,
+    libraryDependencies += "org.apache.spark" %% "spark-sql" % pin("spark.realtime") % Provided
   )
 
 val fetchBrokers = taskKey[Seq[File]](

@@ -190,6 +190,14 @@ object ShareSourceErrors {
   def explicitModeNeedsForeachBatch(sink: String): ShareSourceException =
     error("KAFKA_SHARE_UNSUPPORTED_USE.EXPLICIT_NEEDS_FOREACH_BATCH", "sink" -> sink)
 
+  def realTimeHoldsRecords(option: String, value: String): ShareSourceException =
+    error("KAFKA_SHARE_UNSUPPORTED_USE.REAL_TIME_HOLDS_RECORDS", "option" -> option, "value" -> value)
+
+  def realTimeMaxRecords(): ShareSourceException = error("KAFKA_SHARE_UNSUPPORTED_USE.REAL_TIME_MAX_RECORDS")
+
+  def realTimeTooFewSlots(parallelism: Int, slots: Int): ShareSourceException =
+    error("KAFKA_SHARE_UNSUPPORTED_USE.REAL_TIME_TOO_FEW_SLOTS", "parallelism" -> parallelism, "slots" -> slots)
+
   def explicitGroupTaken(group: String): ShareSourceException =
     error("KAFKA_SHARE_UNSUPPORTED_USE.EXPLICIT_GROUP_TAKEN", "group" -> group)
 

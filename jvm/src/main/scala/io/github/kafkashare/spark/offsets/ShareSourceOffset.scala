@@ -17,7 +17,10 @@ import org.apache.spark.sql.connector.read.streaming.Offset
  *  - what the offsets mean: the `cluster` id, the share `group` and the id of each topic
  *    (`topicIds`). A topic deleted and created again under its name, another group or another
  *    cluster behind the same checkpoint would otherwise make new records at old offsets look pinned.
- *    Empty in offsets of version 1 (written before they were recorded): then nothing is checked.
+ *    Empty in offsets of version 1 (written before they were recorded): then nothing is checked;
+ *  - `unemitted` (real-time mode only, absent otherwise): records the batch pinned and ACCEPTed but did
+ *    not emit, because Spark ended its tasks on time between two rows of a poll. The next batch emits them
+ *    first (from the log, by offset), so that none is lost ([[io.github.kafkashare.spark.reader.RealTimeRecords]]).
  *
  * JSON, deterministic (fields in a fixed order, topics sorted), versioned:
  * {{{ {"version":2,"batch":3,"tasks":4,"cluster":"q1Sh…","group":"orders-processing",
@@ -30,7 +33,8 @@ final case class ShareSourceOffset(
     cluster: String = "",
     group: String = "",
     topicIds: Map[String, String] = Map.empty,
-    version: Int = ShareSourceOffset.Version
+    version: Int = ShareSourceOffset.Version,
+    unemitted: Seq[AcquiredRun] = Nil
 ) extends Offset {
 
   // Spark compares offsets by their JSON: an offset read from the log must serialize to the same
@@ -40,7 +44,8 @@ final case class ShareSourceOffset(
     import ShareSourceOffset.quote
     val ids = topicIds.toSeq.sorted.map { case (t, id) => s"${quote(t)}:${quote(id)}" }
     s"""{"version":${ShareSourceOffset.Version},"batch":$batch,"tasks":$tasks,"cluster":${quote(cluster)},""" +
-      s""""group":${quote(group)},"topicIds":{${ids.mkString(",")}},"pinned":{${pinnedJson.mkString(",")}}}"""
+      s""""group":${quote(group)},"topicIds":{${ids.mkString(",")}},"pinned":{${pinnedJson.mkString(",")}}""" +
+      (if (unemitted.isEmpty) "}" else s""","unemitted":${unemitted.map(r => quote(ShareSourceOffset.runText(r))).mkString("[", ",", "]")}}""")
   }
 
   private def jsonV1: String = s"""{"version":1,"batch":$batch,"tasks":$tasks,"pinned":{${pinnedJson.mkString(",")}}}"""
@@ -92,7 +97,8 @@ object ShareSourceOffset {
           (topic.getKey, partition.getKey.toInt) -> OffsetRanges(ranges)
         }
       }.toMap
-      val topicIds = root.path("topicIds").fields().asScala.map(e => e.getKey -> e.getValue.asText).toMap
+      val topicIds  = root.path("topicIds").fields().asScala.map(e => e.getKey -> e.getValue.asText).toMap
+      val unemitted = root.path("unemitted").elements().asScala.map(e => parseRun(e.asText)).toSeq
       ShareSourceOffset(
         root.get("batch").asLong,
         root.get("tasks").asInt,
@@ -100,7 +106,8 @@ object ShareSourceOffset {
         cluster = root.path("cluster").asText(""),
         group = root.path("group").asText(""),
         topicIds = topicIds,
-        version = version
+        version = version,
+        unemitted = unemitted
       )
     } catch {
       case NonFatal(e) => throw ShareSourceErrors.badOffsetJson(json, e)
@@ -108,4 +115,15 @@ object ShareSourceOffset {
   }
 
   private[offsets] def quote(s: String): String = mapper.writeValueAsString(s)
+
+  /** A run as `topic partition first-last:deliveryCount` (topic names hold no spaces). */
+  private def runText(r: AcquiredRun): String = s"${r.topic} ${r.partition} ${r.first}-${r.last}:${r.deliveryCount}"
+
+  private val RunText = """(\S+) (\d+) (\d+)-(\d+):(\d+)""".r
+
+  private def parseRun(text: String): AcquiredRun = text match {
+    case RunText(topic, partition, first, last, count) if first.toLong <= last.toLong =>
+      AcquiredRun(topic, partition.toInt, first.toLong, last.toLong, count.toInt)
+    case _ => throw new IllegalArgumentException(s"an unemitted run is 'topic partition first-last:deliveryCount', got '$text'")
+  }
 }

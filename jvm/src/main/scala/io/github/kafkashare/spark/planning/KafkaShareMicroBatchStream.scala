@@ -38,8 +38,11 @@ import org.apache.spark.sql.connector.read.streaming._
  * Batches are named by Spark's batch id (the offset's `batch`): the id foreachBatch receives and the
  * commit log uses. Spark also runs batches this source takes no part in (no-data batches of stateful
  * queries, batches where only another source of the query moved), so the ids have gaps.
+ *
+ * Spark's real-time mode (4.1+) plans batches differently ([[RealTimeBatches]]): the subclass in
+ * jvm/realtime/, built against Spark 4.1, mixes in Spark's interfaces and calls the `realTime` methods.
  */
-final class KafkaShareMicroBatchStream(
+class KafkaShareMicroBatchStream(
     options: ShareSourceOptions,
     checkpointDir: String,
     cluster: ClusterView,
@@ -100,6 +103,8 @@ final class KafkaShareMicroBatchStream(
   override def latestOffset(): Offset = throw new UnsupportedOperationException("latestOffset(start, limit) is used")
 
   override def latestOffset(startOffset: Offset, limit: ReadLimit): Offset = {
+    // Real time: Spark asks before every batch, for its progress only; the batch's end comes from its tasks.
+    if (realTime.nonEmpty) return startOffset
     val start               = ShareSourceOffset.of(startOffset)
     val (entries, released) = previous.of(start)
     noteLastBatch(start, entries)
@@ -107,20 +112,7 @@ final class KafkaShareMicroBatchStream(
     topics = cluster.resolveTopics()
     if (topics.isEmpty) return waitForTopic(start)
     saidNoTopic = false
-    identity.check(start)
-    val now          = cluster.topicsNow(topics)
-    val ends         = now.ends
-    val groupOffsets = cluster.groupOffsets()
-    val startOffsets = groupOffsets.map { case (tp, o) => tp -> o.start }
-    val pinned = identity.withoutRecreatedTopics(
-      AcquisitionEntry.offsetsOf(entries, start.pinned).minus(released).dropBelow(startOffsets),
-      start,
-      now.ids
-    )
-    backlog.looked(
-      if (settings.features.brokerLag.available) Backlog.fromBroker(ends, groupOffsets.map { case (tp, o) => tp -> o.brokerLag })
-      else Backlog.of(ends, startOffsets, pinned)
-    )
+    val Looked(ends, startOffsets, pinned, now) = look(start, entries, released)
 
     val decision = BatchDecision.decide(
       BatchDecision.Inputs(
@@ -146,6 +138,25 @@ final class KafkaShareMicroBatchStream(
     plan(start, ends, pinned, now.ids)
   }
 
+  /** What a batch after `start` must not emit again, and where the topics end (the backlog noted). */
+  private def look(start: ShareSourceOffset, entries: Seq[AcquisitionEntry], released: TopicPartitionRanges): Looked = {
+    identity.check(start)
+    val now          = cluster.topicsNow(topics)
+    val ends         = now.ends
+    val groupOffsets = cluster.groupOffsets()
+    val startOffsets = groupOffsets.map { case (tp, o) => tp -> o.start }
+    val pinned = identity.withoutRecreatedTopics(
+      AcquisitionEntry.offsetsOf(entries, start.pinned).minus(released).dropBelow(startOffsets),
+      start,
+      now.ids
+    )
+    backlog.looked(
+      if (settings.features.brokerLag.available) Backlog.fromBroker(ends, groupOffsets.map { case (tp, o) => tp -> o.brokerLag })
+      else Backlog.of(ends, startOffsets, pinned)
+    )
+    Looked(ends, startOffsets, pinned, now)
+  }
+
   /** The next batch's end offset: what it must not emit again, and whose it is. */
   private def plan(
       start: ShareSourceOffset,
@@ -162,6 +173,55 @@ final class KafkaShareMicroBatchStream(
     val keptIds = start.topicIds.filter { case (t, _) => pinned.byPartition.keysIterator.exists(_._1 == t) } ++ ids
     lastPlanned = Some(ShareSourceOffset(sparkBatchIds.next(), settings.parallelism, pinned, identity.clusterId, options.groupId, keptIds))
     lastPlanned.get
+  }
+
+  // Spark's real-time mode, once Spark said so (before the first batch).
+  private var realTime = Option.empty[RealTimeBatches]
+
+  /** Real time: checks what this query asks against what real time can hold, then plans batches that way. */
+  protected def enterRealTime(): Unit = {
+    RealTimeBatches.check(options, settings.parallelism, SparkSession.active)
+    realTime = Some(new RealTimeBatches(options.groupId, settings.parallelism, acquisitions))
+    logInfo(s"kafka-share: group '${options.groupId}': Spark's real-time mode, ${settings.parallelism} read tasks " +
+      "polling for the whole of each batch")
+  }
+
+  /** Real time: the read tasks of the batch Spark runs now, from `startOffset` (it knows no end yet). */
+  protected def realTimePartitions(startOffset: Offset): Array[InputPartition] = {
+    val batches = realTime.getOrElse(throw new IllegalStateException("real-time partitions before real-time mode"))
+    val start   = ShareSourceOffset.of(startOffset)
+    val batch   = RealTimeBatches.sparkBatchId().getOrElse(sparkBatchIds.next())
+    // Spark may plan a batch's scan more than once: the same tasks each time (the log is the same until they run).
+    realTimePlanned match {
+      case Some((planned, partitions)) if planned == (batch, start) => return partitions
+      case _                                                        =>
+    }
+    val (entries, released) = previous.of(start)
+    deliveryLimit.warnOfLastAttempts()
+    topics = cluster.resolveTopics()
+    // A pattern that matches nothing yet: the tasks wait out the batch (a topic may appear by the next).
+    val looked = if (topics.isEmpty) None else Some(look(start, entries, released))
+    if (looked.isEmpty) backlog.looked(Backlog.none)
+    val pinned = looked.fold(start.pinned)(_.pinned)
+    backlog.planned()
+    deliveryLimit.refresh()
+    plannedAt = System.nanoTime
+    val ids     = looked.fold(Map.empty[String, String])(_.now.ids)
+    val keptIds = start.topicIds.filter { case (t, _) => pinned.byPartition.keysIterator.exists(_._1 == t) } ++ ids
+    val plan    = batches.plan(start, batch, pinned, identity.clusterId, keptIds)
+    val tasks   = readTasks.realTimeTasks(plan.end.batch, plan.firstTask, pinned, topics, deliveryLimit.current, plan.work)
+    realTimePlanned = Some(((batch, start), tasks))
+    tasks
+  }
+
+  private var realTimePlanned = Option.empty[((Long, ShareSourceOffset), Array[InputPartition])]
+
+  /** Real time: the end of the batch that ran, from its tasks' ends (Spark writes it to its offset log). */
+  protected def realTimeEnd(taskEnds: Array[PartitionOffset]): Offset = {
+    val batches = realTime.getOrElse(throw new IllegalStateException("real-time end before real-time mode"))
+    val ended   = batches.end(taskEnds.toSeq)
+    lastBatchStats = BatchStats(ended.batch, batches.lastPinned, 0)
+    ended
   }
 
   /** Figures of the batch before `start`, once per batch: the empty batches in a row, a batch slower than its locks. */
@@ -204,6 +264,9 @@ final class KafkaShareMicroBatchStream(
 
   override def createReaderFactory(): PartitionReaderFactory = KafkaShareReaderFactory
 
+  /** Real time: how Spark's end of a batch is told to the tasks' reader (the subclass's factory). */
+  protected def isRealTime: Boolean = realTime.nonEmpty
+
   override def commit(end: Offset): Unit = {
     // Spark keeps the offset log of the last minBatchesToRetain batches; older batches never re-run.
     val retained = SparkSession.active.conf.get("spark.sql.streaming.minBatchesToRetain", "100").toLong
@@ -243,3 +306,11 @@ final class KafkaShareMicroBatchStream(
 
   override def toString: String = s"KafkaShareMicroBatchStream[${options.groupId}]"
 }
+
+/** What a look at the cluster found for the batch after a start: ends, the group's start offsets, what is pinned. */
+private final case class Looked(
+    ends: Map[(String, Int), Long],
+    startOffsets: Map[(String, Int), Long],
+    pinned: TopicPartitionRanges,
+    now: TopicsNow
+)

@@ -1,10 +1,10 @@
 package io.github.kafkashare.spark.planning
 
 import io.github.kafkashare.spark.consumer.ConsumerKey
-import io.github.kafkashare.spark.metrics.QueryTotals
-import io.github.kafkashare.spark.offsets.{AcquisitionLog, DecisionLog, SerializableHadoopConf, ShareSourceOffset, SourceMarkers}
+import io.github.kafkashare.spark.metrics.{QueryTotals, QueryTotalsInTransit}
+import io.github.kafkashare.spark.offsets.{AcquisitionLog, DecisionLog, SerializableHadoopConf, ShareSourceOffset, SourceMarkers, TopicPartitionRanges}
 import io.github.kafkashare.spark.options.{AcknowledgmentMode, ShareSourceOptions}
-import io.github.kafkashare.spark.reader.KafkaShareInputPartition
+import io.github.kafkashare.spark.reader.{KafkaShareInputPartition, RealTimeWork}
 import org.apache.hadoop.fs.Path
 import org.apache.spark.sql.connector.read.InputPartition
 
@@ -37,36 +37,67 @@ private[planning] final class ReadTaskPlanner(
     val perTask   = options.maxRecordsPerTrigger.map(ClientSettings.shareOf(_, batchEnd.tasks))
     val totalsOut = totals.inTransit
     (0 until batchEnd.tasks).map { task =>
-      KafkaShareInputPartition(
-        batch = batchEnd.batch,
-        task = task,
-        topics = topics,
-        pinned = batchEnd.pinned,
-        maxRecords = perTask.map(_.min(Int.MaxValue).toInt).getOrElse(Int.MaxValue),
-        strategy = options.strategy,
-        consumerKey = consumerKey,
-        pollTimeoutMs = options.pollTimeoutMs,
-        readDurationMs = options.readDurationMs,
-        lockDurationMs = settings.lockDurationMs,
-        deliveryLimit = deliveryLimit.getOrElse(Int.MaxValue),
-        includeHeaders = options.includeHeaders,
-        failOnDataLoss = options.failOnDataLoss,
-        log = logs.acquisitions,
-        commitFile = new Path(logs.commitLogDir, batchEnd.batch.toString).toString,
-        hadoopConf = logs.hadoopConf,
-        totals = totalsOut,
-        holdUntilCommit = options.holdsUntilCommit,
-        renewLocks = renewLocks,
-        explicitDefault = options.mode match {
-          case AcknowledgmentMode.Explicit(default) => Some(default)
-          case AcknowledgmentMode.Implicit          => None
-        },
-        decisions = logs.decisions,
-        markers = logs.markers,
-        poison = options.poison
-      ): InputPartition
+      partition(batchEnd.batch, task, batchEnd.pinned, topics, deliveryLimit, totalsOut, perTask.map(_.min(Int.MaxValue).toInt), None)
     }.toArray
   }
+
+  /**
+   * Real-time mode: `parallelism` tasks that poll until Spark ends the batch, at log indexes from
+   * `firstTask` on (after those of an earlier run of the same batch, whose parts `work(i)` names).
+   */
+  def realTimeTasks(
+      batch: Long,
+      firstTask: Int,
+      pinned: TopicPartitionRanges,
+      topics: Seq[String],
+      deliveryLimit: Option[Int],
+      work: Int => RealTimeWork
+  ): Array[InputPartition] = {
+    val totalsOut = totals.inTransit
+    (0 until settings.parallelism).map { i =>
+      partition(batch, firstTask + i, pinned, topics, deliveryLimit, totalsOut, None, Some(work(i)))
+    }.toArray
+  }
+
+  private def partition(
+      batch: Long,
+      task: Int,
+      pinned: TopicPartitionRanges,
+      topics: Seq[String],
+      deliveryLimit: Option[Int],
+      totalsOut: QueryTotalsInTransit,
+      maxRecords: Option[Int],
+      realTime: Option[RealTimeWork]
+  ): InputPartition =
+    KafkaShareInputPartition(
+      batch = batch,
+      task = task,
+      topics = topics,
+      pinned = pinned,
+      maxRecords = maxRecords.getOrElse(Int.MaxValue),
+      strategy = options.strategy,
+      consumerKey = consumerKey,
+      pollTimeoutMs = options.pollTimeoutMs,
+      readDurationMs = options.readDurationMs,
+      lockDurationMs = settings.lockDurationMs,
+      deliveryLimit = deliveryLimit.getOrElse(Int.MaxValue),
+      includeHeaders = options.includeHeaders,
+      failOnDataLoss = options.failOnDataLoss,
+      log = logs.acquisitions,
+      commitFile = new Path(logs.commitLogDir, batch.toString).toString,
+      hadoopConf = logs.hadoopConf,
+      totals = totalsOut,
+      holdUntilCommit = options.holdsUntilCommit,
+      renewLocks = renewLocks,
+      explicitDefault = options.mode match {
+        case AcknowledgmentMode.Explicit(default) => Some(default)
+        case AcknowledgmentMode.Implicit          => None
+      },
+      decisions = logs.decisions,
+      markers = logs.markers,
+      poison = options.poison,
+      realTime = realTime
+    )
 }
 
 private[planning] object ReadTaskPlanner {

@@ -51,7 +51,7 @@ object StreamStart extends Logging {
       val clientSettings = chooseClientSettings(options, parallelism, partitions, lockLimit, features)
       if (options.holdsUntilCommit && !features.renew.available) warnLocksNotRenewed(options, features, lockDurationMs)
       val explicit = registerExplicitMode(options, checkpointDir, hadoopConf, spark)
-      try new KafkaShareMicroBatchStream(
+      try newStream(
           options,
           checkpointDir,
           cluster,
@@ -64,6 +64,34 @@ object StreamStart extends Logging {
     } catch {
       case e: Throwable => cluster.close(); throw e
     }
+  }
+
+  /** Spark's real-time interfaces (Spark 4.1 and later), and our stream that has them (built against 4.1, jvm/realtime/). */
+  private val RealTimeInterface = "org.apache.spark.sql.connector.read.streaming.SupportsRealTimeMode"
+  private val RealTimeStream    = "io.github.kafkashare.spark.realtime.KafkaShareRealTimeStream"
+
+  private lazy val realTimeStream: Option[java.lang.reflect.Constructor[_]] = {
+    def load(name: String): Option[Class[_]] =
+      try Some(Class.forName(name, true, getClass.getClassLoader))
+      catch { case _: ClassNotFoundException | _: NoClassDefFoundError => None }
+    // On Spark 4.0 the interface is missing and the subclass cannot load: the query runs micro-batches only.
+    load(RealTimeInterface).flatMap(_ => load(RealTimeStream)).map(_.getConstructors.head)
+  }
+
+  /** The stream, with Spark's real-time interfaces where this Spark has them: real time is Spark's choice, by trigger. */
+  private def newStream(
+      options: ShareSourceOptions,
+      checkpointDir: String,
+      cluster: ClusterView,
+      settings: StreamSettings,
+      hadoopConf: SerializableHadoopConf,
+      totals: QueryTotals,
+      explicit: Option[ExplicitQueries.Registration]
+  ): KafkaShareMicroBatchStream = realTimeStream match {
+    case Some(constructor) =>
+      try constructor.newInstance(options, checkpointDir, cluster, settings, hadoopConf, totals, explicit).asInstanceOf[KafkaShareMicroBatchStream]
+      catch { case e: java.lang.reflect.InvocationTargetException => throw e.getCause }
+    case None => new KafkaShareMicroBatchStream(options, checkpointDir, cluster, settings, hadoopConf, totals, explicit)
   }
 
   /**
@@ -110,6 +138,7 @@ object StreamStart extends Logging {
   ): Option[ExplicitQueries.Registration] = options.mode match {
     case AcknowledgmentMode.Implicit => None
     case AcknowledgmentMode.Explicit(_) =>
+      if (QuerySink.isRealTime(spark)) throw ShareSourceErrors.realTimeHoldsRecords("kafka.share.acknowledgment.mode", "explicit")
       QuerySink.ofCurrentQuery(spark).filterNot(_ == "ForeachBatchSink").foreach { sink =>
         throw ShareSourceErrors.explicitModeNeedsForeachBatch(sink)
       }

@@ -2,7 +2,7 @@ package io.github.kafkashare.spark.reader
 
 import io.github.kafkashare.spark.consumer.ConsumerKey
 import io.github.kafkashare.spark.metrics.QueryTotalsInTransit
-import io.github.kafkashare.spark.offsets.{AcquisitionLog, DecisionLog, SerializableHadoopConf, SourceMarkers, TopicPartitionRanges}
+import io.github.kafkashare.spark.offsets.{AcquiredRun, AcquisitionLog, DecisionLog, SerializableHadoopConf, SourceMarkers, TopicPartitionRanges}
 import io.github.kafkashare.spark.options.{Decision, ExactlyOnceStrategy, PoisonPolicy}
 import org.apache.spark.sql.connector.read.InputPartition
 
@@ -19,6 +19,7 @@ import org.apache.spark.sql.connector.read.InputPartition
  * @param explicitDefault  explicit mode: the decision for records foreachBatch did not decide on
  * @param markers     where phase 2 is said done, and where the query says that it stopped
  * @param deliveryLimit the group's delivery count limit: a record delivered that many times is on its last attempt
+ * @param realTime    Spark's real-time mode: the task polls until Spark ends it, after emitting this work first
  */
 final case class KafkaShareInputPartition(
     batch: Long,
@@ -43,7 +44,8 @@ final case class KafkaShareInputPartition(
     explicitDefault: Option[Decision],
     decisions: DecisionLog,
     markers: SourceMarkers,
-    poison: Option[PoisonPolicy]
+    poison: Option[PoisonPolicy],
+    realTime: Option[RealTimeWork] = None
 ) extends InputPartition {
 
   /** What a poll of this task is judged by ([[PollClassification]]), with `shareLeft` records still to emit. */
@@ -59,3 +61,12 @@ final case class KafkaShareInputPartition(
   // Client settings can hold secrets: never print them.
   override def toString: String = s"KafkaShareInputPartition(batch $batch, task $task, topics ${topics.mkString(",")})"
 }
+
+/**
+ * What a real-time read task emits before it polls (both were pinned, and ACCEPTed, before):
+ *
+ * @param carried        records the batch before pinned and did not emit (Spark ended its tasks between two rows)
+ * @param earlierRunTasks log tasks of an earlier run of this batch (the query stopped or crashed during it, and
+ *                       Spark runs the batch again from its start): their parts are sealed and replayed here
+ */
+final case class RealTimeWork(carried: Seq[AcquiredRun], earlierRunTasks: Seq[Int])

@@ -34,12 +34,18 @@ import org.apache.spark.internal.Logging
  * records belong to this batch, and a retry replays them ([[AcknowledgementPlan]]). A record on its last
  * delivery attempt is never given back for its lock's age ([[PollClassification.pinnableWhenSpent]]).
  *
+ * In Spark's real-time mode (`realTimeDeadline`), the task polls on, briefly each time, until Spark's end
+ * of the batch: an empty poll does not end it, and neither does a quiet stream. The rows of the part it
+ * was emitting when the time came are [[unemitted]]: the next batch emits them.
+ *
  * @param replay what to yield when another attempt of this task pinned part 0 first: its records
+ * @param realTimeDeadline real-time mode: when Spark ends the task (System.nanoTime), asked before each poll
  */
 private[reader] final class PinnedPolls(
     partition: KafkaShareInputPartition,
     counters: TaskCounters,
-    replay: () => Iterator[(PooledShareConsumer.Record, Int)]
+    replay: () => Iterator[(PooledShareConsumer.Record, Int)],
+    realTimeDeadline: Option[() => Long] = None
 ) extends Iterator[(PooledShareConsumer.Record, Int)] with Logging {
   import PinnedPolls._
 
@@ -58,9 +64,20 @@ private[reader] final class PinnedPolls(
   private var current         = Iterator.empty[(Record, Int)]
 
   override def hasNext: Boolean = {
-    while (!current.hasNext && consumer != null) current = nextPart()
+    while (!current.hasNext && consumer != null && !timeIsUp) current = nextPart()
+    if (!current.hasNext && consumer != null) finish(System.nanoTime) // real time: Spark's end of the batch
     current.hasNext
   }
+
+  private val realTime            = realTimeDeadline.nonEmpty
+  private def timeIsUp: Boolean   = realTimeDeadline.exists(deadline => System.nanoTime >= deadline())
+  private def remainingMs: Long   = realTimeDeadline.fold(Long.MaxValue)(deadline => (deadline() - System.nanoTime) / 1000000L)
+
+  /** The rows of the last pinned part not emitted yet (real time: Spark ended the task between two of them). */
+  def unemitted: Seq[(Record, Int)] = { val rest = current.toVector; current = Iterator.empty; rest }
+
+  /** How many records this attempt pinned and emitted or has still to emit. */
+  def pinnedRecords: Long = emitted
 
   override def next(): (Record, Int) = if (hasNext) current.next() else Iterator.empty.next()
 
@@ -83,15 +100,16 @@ private[reader] final class PinnedPolls(
       val poll     = pollOnce()
       val polledAt = poll.acquiredAtNanos
       val plan     = classify(poll)
-      if (plan.keep.isEmpty && (plan.pollAgain || part > 0)) {
+      val pollAgain = plan.pollAgain || realTime
+      if (plan.keep.isEmpty && (pollAgain || part > 0)) {
         // Nothing to pin from this poll. Part 0 is written, even empty, only when the task ends, so
         // that a retry replays the same (empty) task instead of polling anew.
-        if (plan.pollAgain) consumer.send() else finish(polledAt)
+        if (pollAgain) consumer.send() else finish(polledAt)
         return Iterator.empty
       }
       val kept = recheckLocks(plan.keep, polledAt)
       if (kept.isEmpty && plan.keep.nonEmpty) {
-        finish(polledAt)
+        if (realTime) consumer.send() else finish(polledAt)
         return Iterator.empty
       }
       val pinStart         = System.nanoTime
@@ -102,7 +120,7 @@ private[reader] final class PinnedPolls(
       AcknowledgementPlan.forPart(ours, partition.holdUntilCommit, kept.nonEmpty) match {
         case AcknowledgementPlan.ForPart.GiveBack        => partTakenByAnother(kept, winner, polledAt)
         case AcknowledgementPlan.ForPart.HoldUntilCommit => holdUntilCommit(ordered, polledAt)
-        case AcknowledgementPlan.ForPart.Accept          => acceptPart(ordered, entry, plan.pollAgain, polledAt)
+        case AcknowledgementPlan.ForPart.Accept          => acceptPart(ordered, entry, pollAgain, polledAt)
       }
     } catch {
       case NonFatal(e) =>
@@ -114,7 +132,9 @@ private[reader] final class PinnedPolls(
   private def pollOnce(): PooledShareConsumer.Polled = {
     val pollStart = System.nanoTime
     val timeoutMs =
-      if (part == 0 && emitted == 0) partition.pollTimeoutMs else math.max(1L, math.min(LaterPollTimeoutMs, clock.budgetLeftMs))
+      if (realTime) math.max(1L, math.min(RealTimePollTimeoutMs, remainingMs))
+      else if (part == 0 && emitted == 0) partition.pollTimeoutMs
+      else math.max(1L, math.min(LaterPollTimeoutMs, clock.budgetLeftMs))
     val poll = consumer.poll(partition.topics, timeoutMs)
     clock.polls += 1; clock.pollNanos += System.nanoTime - pollStart
     if (!poll.fromCarry) counters.add(Metrics.Acquired, poll.records.size)
@@ -239,4 +259,10 @@ private object PinnedPolls {
 
   /** How long a poll after the first waits: a backlog answers at once, and an empty wait ends the task. */
   val LaterPollTimeoutMs = 200L
+
+  /**
+   * Real time: how long one poll waits. A poll returns as soon as records come; this only bounds how late
+   * a task sees that Spark's end of the batch passed, and how often an idle task sends acknowledgements.
+   */
+  val RealTimePollTimeoutMs = 100L
 }
