@@ -29,6 +29,16 @@ class ShareSourceOffsetSuite extends AnyFunSuite {
     assert(ShareSourceOffset.fromJson(ShareSourceOffset.initial.json()) == ShareSourceOffset.initial)
   }
 
+  test("a real-time end names what its batch pinned and did not emit; other offsets keep their JSON") {
+    val unemitted = Seq(AcquiredRun("orders", 0, 10, 12, 1), AcquiredRun("orders.eu-1", 3, 7, 7, 2))
+    val realTime  = offset.copy(unemitted = unemitted)
+    assert(realTime.json().endsWith(""","unemitted":["orders 0 10-12:1","orders.eu-1 3 7-7:2"]}"""))
+    assert(ShareSourceOffset.fromJson(realTime.json()) == realTime)
+    assert(!offset.json().contains("unemitted"), "a micro-batch offset's JSON changed: Spark would take it for new data")
+    val bad = intercept[ShareSourceException](ShareSourceOffset.fromJson(realTime.json().replace("10-12:1", "12-10:1")))
+    assert(bad.getMessage.contains("BAD_OFFSET_JSON"))
+  }
+
   test("a newer version is refused with what to do") {
     val e = intercept[ShareSourceException](ShareSourceOffset.fromJson("""{"version":3,"batch":1,"tasks":1,"pinned":{}}"""))
     assert(e.getMessage.contains("offset of version 3, newer than this connector reads (1 to 2)"))
