@@ -139,8 +139,8 @@ lazy val realTime = project
   .in(file("jvm/realtime"))
   .dependsOn(connector)
   .settings(
-    name           := "spark-kafka-share-realtime",
-    publish / skip := true,
+    name                                      := "spark-kafka-share-realtime",
+    publish / skip                            := true,
     libraryDependencies += "org.apache.spark" %% "spark-sql" % pin("spark.realtime") % Provided
   )
 

@@ -12,6 +12,7 @@ import collections
 import json
 import random
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -98,12 +99,18 @@ def test_real_time_loses_nothing_across_a_driver_kill(broker: Broker, fresh_name
         "expected": rate * seconds,
         "timeout_s": 150,
     }
+    pid_file = tmp_path / "driver.pid"
     upstream = threading.Thread(
         target=harness, args=("produce-rate", broker.bootstrap, topic, str(rate), str(seconds)), kwargs={"timeout": 300}
     )
+    crashing = {**config, "kill_after_commit_s": kill_after, "pid_file": str(pid_file)}
+    first = start_spark("real_time_stream.py", json.dumps(crashing))
+    # Produced from when Spark runs: the driver dies about 12 s later, with most records still to come.
+    while not pid_file.exists() and first.poll() is None:
+        time.sleep(0.2)
     upstream.start()
     try:
-        finish(start_spark("real_time_stream.py", json.dumps({**config, "kill_after_commit_s": kill_after})), killed=True)
+        finish(first, killed=True)
         killed_rows = len(sink_rows(tmp_path / "sink"))
         result = run_spark("real_time_stream.py", json.dumps(config), timeout=240)
     finally:

@@ -4,6 +4,7 @@ from spark_kafka_share._version import __version__
 from spark_kafka_share.acknowledge import DECISIONS, Decision, acknowledge
 from spark_kafka_share.classpath import JarNotLoadedError, configure, jar_path
 from spark_kafka_share.options import AcknowledgmentMode, DefaultDecision, KafkaShareOptions, StartingOffsets, Strategy
+from spark_kafka_share.real_time import RealTimeNeedsSparkError, real_time
 
 __all__ = [
     "__version__",
@@ -13,9 +14,11 @@ __all__ = [
     "DefaultDecision",
     "JarNotLoadedError",
     "KafkaShareOptions",
+    "RealTimeNeedsSparkError",
     "StartingOffsets",
     "Strategy",
     "acknowledge",
     "configure",
     "jar_path",
+    "real_time",
 ]

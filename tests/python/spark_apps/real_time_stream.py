@@ -56,7 +56,7 @@ class AppendEveryRow:
     def open(self, partition_id: int, epoch_id: int) -> bool:
         os.makedirs(SINK, exist_ok=True)
         path = os.path.join(SINK, f"{epoch_id}-{partition_id}-{uuid.uuid4().hex}.jsonl")
-        self.file = open(path, "a", encoding="utf-8")  # noqa: SIM115  (closed in close())
+        self.file = open(path, "a", encoding="utf-8")
         self.epoch = epoch_id
         return True
 
@@ -91,19 +91,20 @@ def start(extra: dict[str, str], checkpoint: str) -> StreamingQuery:
         stream.writeStream.outputMode("update")
         .option("checkpointLocation", checkpoint)
         .foreach(AppendEveryRow())
-        .trigger(realTime=f"{config.get('trigger_s', 5)} seconds")
+        .trigger(**spark_kafka_share.real_time(f"{config.get('trigger_s', 5)} seconds"))
         .start()
     )
 
 
 def check(extra: dict[str, str], n: int) -> dict[str, Any]:
     """Starts a query that must fail at start; returns its error's condition and message."""
+    error: BaseException | None
     try:
         query = start(extra, f"{config['checkpoint']}-check-{n}")
         query.awaitTermination(60)
         error = query.exception()
         query.stop()
-    except Exception as e:  # noqa: BLE001  (the error is what the test looks at)
+    except Exception as e:
         error = e
     if error is None:
         return {"condition": None, "error": None}

@@ -45,7 +45,8 @@ final case class ShareSourceOffset(
     val ids = topicIds.toSeq.sorted.map { case (t, id) => s"${quote(t)}:${quote(id)}" }
     s"""{"version":${ShareSourceOffset.Version},"batch":$batch,"tasks":$tasks,"cluster":${quote(cluster)},""" +
       s""""group":${quote(group)},"topicIds":{${ids.mkString(",")}},"pinned":{${pinnedJson.mkString(",")}}""" +
-      (if (unemitted.isEmpty) "}" else s""","unemitted":${unemitted.map(r => quote(ShareSourceOffset.runText(r))).mkString("[", ",", "]")}}""")
+      (if (unemitted.isEmpty) "}"
+       else s""","unemitted":${unemitted.map(r => quote(ShareSourceOffset.runText(r))).mkString("[", ",", "]")}}""")
   }
 
   private def jsonV1: String = s"""{"version":1,"batch":$batch,"tasks":$tasks,"pinned":{${pinnedJson.mkString(",")}}}"""

@@ -259,7 +259,7 @@ class KafkaShareMicroBatchStream(
     val batchEnd = ShareSourceOffset.of(end)
     if (!lastPlanned.contains(batchEnd)) identity.checkReplayable(batchEnd, topics)
     explicit.foreach(_.runningBatch = batchEnd.batch)
-    readTasks.tasks(batchEnd, topics, deliveryLimit.current)
+    readTasks.tasks(batchEnd, topics, deliveryLimit.current, carried = ShareSourceOffset.of(start).unemitted)
   }
 
   override def createReaderFactory(): PartitionReaderFactory = KafkaShareReaderFactory

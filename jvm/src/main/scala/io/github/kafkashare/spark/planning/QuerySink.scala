@@ -17,7 +17,9 @@ import org.apache.spark.sql.SparkSession
  */
 object QuerySink {
   def ofCurrentQuery(spark: SparkSession): Option[String] =
-    currentQuery(spark).flatMap(query => Try(query.getClass.getMethod("sink").invoke(query).getClass.getSimpleName.stripSuffix("$")).toOption)
+    currentQuery(spark).flatMap(query =>
+      Try(query.getClass.getMethod("sink").invoke(query).getClass.getSimpleName.stripSuffix("$")).toOption
+    )
 
   /** Whether the query being started runs Spark's real-time trigger (Spark 4.1 and later); false when unknown. */
   def isRealTime(spark: SparkSession): Boolean =

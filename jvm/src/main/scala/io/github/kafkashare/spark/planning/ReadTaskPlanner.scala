@@ -2,9 +2,17 @@ package io.github.kafkashare.spark.planning
 
 import io.github.kafkashare.spark.consumer.ConsumerKey
 import io.github.kafkashare.spark.metrics.{QueryTotals, QueryTotalsInTransit}
-import io.github.kafkashare.spark.offsets.{AcquisitionLog, DecisionLog, SerializableHadoopConf, ShareSourceOffset, SourceMarkers, TopicPartitionRanges}
+import io.github.kafkashare.spark.offsets.{
+  AcquiredRun,
+  AcquisitionLog,
+  DecisionLog,
+  SerializableHadoopConf,
+  ShareSourceOffset,
+  SourceMarkers,
+  TopicPartitionRanges
+}
 import io.github.kafkashare.spark.options.{AcknowledgmentMode, ShareSourceOptions}
-import io.github.kafkashare.spark.reader.{KafkaShareInputPartition, RealTimeWork}
+import io.github.kafkashare.spark.reader.{HandedOver, KafkaShareInputPartition}
 import org.apache.hadoop.fs.Path
 import org.apache.spark.sql.connector.read.InputPartition
 
@@ -33,11 +41,32 @@ private[planning] final class ReadTaskPlanner(
   // Held records keep their locks by RENEW for as long as their batch runs, where the cluster can (BrokerFeatures).
   val renewLocks: Boolean = options.holdsUntilCommit && settings.features.renew.available
 
-  def tasks(batchEnd: ShareSourceOffset, topics: Seq[String], deliveryLimit: Option[Int]): Array[InputPartition] = {
+  /**
+   * A micro-batch's tasks. `carried`: what the real-time batch it starts from pinned and did not emit (the
+   * query ran in real time before), emitted first, by every attempt of the batch alike.
+   */
+  def tasks(
+      batchEnd: ShareSourceOffset,
+      topics: Seq[String],
+      deliveryLimit: Option[Int],
+      carried: Seq[AcquiredRun]
+  ): Array[InputPartition] = {
     val perTask   = options.maxRecordsPerTrigger.map(ClientSettings.shareOf(_, batchEnd.tasks))
     val totalsOut = totals.inTransit
+    val share     = HandedOver.spread(carried, batchEnd.tasks)
     (0 until batchEnd.tasks).map { task =>
-      partition(batchEnd.batch, task, batchEnd.pinned, topics, deliveryLimit, totalsOut, perTask.map(_.min(Int.MaxValue).toInt), None)
+      val maxRecords = perTask.map(_.min(Int.MaxValue).toInt)
+      partition(
+        batchEnd.batch,
+        task,
+        batchEnd.pinned,
+        topics,
+        deliveryLimit,
+        totalsOut,
+        maxRecords,
+        realTime = false,
+        HandedOver(share(task), Nil)
+      )
     }.toArray
   }
 
@@ -51,11 +80,11 @@ private[planning] final class ReadTaskPlanner(
       pinned: TopicPartitionRanges,
       topics: Seq[String],
       deliveryLimit: Option[Int],
-      work: Int => RealTimeWork
+      work: Int => HandedOver
   ): Array[InputPartition] = {
     val totalsOut = totals.inTransit
     (0 until settings.parallelism).map { i =>
-      partition(batch, firstTask + i, pinned, topics, deliveryLimit, totalsOut, None, Some(work(i)))
+      partition(batch, firstTask + i, pinned, topics, deliveryLimit, totalsOut, None, realTime = true, work(i))
     }.toArray
   }
 
@@ -67,7 +96,8 @@ private[planning] final class ReadTaskPlanner(
       deliveryLimit: Option[Int],
       totalsOut: QueryTotalsInTransit,
       maxRecords: Option[Int],
-      realTime: Option[RealTimeWork]
+      realTime: Boolean,
+      handedOver: HandedOver
   ): InputPartition =
     KafkaShareInputPartition(
       batch = batch,
@@ -96,7 +126,8 @@ private[planning] final class ReadTaskPlanner(
       decisions = logs.decisions,
       markers = logs.markers,
       poison = options.poison,
-      realTime = realTime
+      realTime = realTime,
+      handedOver = handedOver
     )
 }
 

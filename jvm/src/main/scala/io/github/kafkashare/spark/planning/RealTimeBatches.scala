@@ -3,7 +3,7 @@ package io.github.kafkashare.spark.planning
 import io.github.kafkashare.spark.errors.ShareSourceErrors
 import io.github.kafkashare.spark.offsets.{AcquisitionLog, ShareSourceOffset, TopicPartitionRanges}
 import io.github.kafkashare.spark.options.{AcknowledgmentMode, ShareSourceOptions}
-import io.github.kafkashare.spark.reader.{RealTimeTaskEnd, RealTimeWork}
+import io.github.kafkashare.spark.reader.{HandedOver, RealTimeTaskEnd}
 import org.apache.spark.internal.Logging
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.connector.read.streaming.PartitionOffset
@@ -29,20 +29,21 @@ private[planning] final class RealTimeBatches(group: String, parallelism: Int, a
   /** Records the last batch's tasks pinned or emitted from the log. */
   @volatile var lastPinned = 0L
 
-  def plan(start: ShareSourceOffset, batch: Long, pinned: TopicPartitionRanges, clusterId: String, topicIds: Map[String, String])
-      : RealTimeBatches.Plan = {
+  def plan(
+      start: ShareSourceOffset,
+      batch: Long,
+      pinned: TopicPartitionRanges,
+      clusterId: String,
+      topicIds: Map[String, String]
+  ): RealTimeBatches.Plan = {
     val firstTask = acquisitions.partNames(batch).map(_._1).maxOption.fold(0)(last => (last / parallelism + 1) * parallelism)
     if (firstTask > 0)
       logInfo(s"kafka-share: group '$group': batch $batch runs again (an earlier run of it stopped before it committed); " +
         s"its tasks first emit what the earlier run's $firstTask task(s) pinned")
     val end = ShareSourceOffset(batch, firstTask + parallelism, pinned, clusterId, group, topicIds)
     running = Some(start -> end)
-    val carried = start.unemitted.zipWithIndex.groupBy(_._2 % parallelism).map { case (i, runs) => i -> runs.map(_._1) }
-    RealTimeBatches.Plan(
-      end,
-      firstTask,
-      i => RealTimeWork(carried.getOrElse(i, Nil), (0 until firstTask).filter(_ % parallelism == i))
-    )
+    val carried = HandedOver.spread(start.unemitted, parallelism)
+    RealTimeBatches.Plan(end, firstTask, i => HandedOver(carried(i), (0 until firstTask).filter(_ % parallelism == i)))
   }
 
   /**
@@ -60,7 +61,9 @@ private[planning] final class RealTimeBatches(group: String, parallelism: Int, a
     lastPinned = ends.map(_.pinned).sum
     val unemitted = ends.flatMap(_.unemitted)
     if (unemitted.nonEmpty)
-      logDebug(s"kafka-share: batch ${end.batch} ended with ${unemitted.map(_.size).sum} pinned record(s) not emitted; the next batch emits them")
+      logDebug(
+        s"kafka-share: batch ${end.batch} ended with ${unemitted.map(_.size).sum} pinned record(s) not emitted; the next batch emits them"
+      )
     if (lastPinned == 0 && unemitted.isEmpty && end.tasks == parallelism) start else end.copy(unemitted = unemitted)
   }
 }
@@ -68,7 +71,7 @@ private[planning] final class RealTimeBatches(group: String, parallelism: Int, a
 private[planning] object RealTimeBatches {
 
   /** The batch's end as planned, its first log task, and each task's work before it polls. */
-  final case class Plan(end: ShareSourceOffset, firstTask: Int, work: Int => RealTimeWork)
+  final case class Plan(end: ShareSourceOffset, firstTask: Int, work: Int => HandedOver)
 
   /**
    * What real time cannot hold, said at start: a mode that holds records until the batch commits (real
@@ -79,7 +82,7 @@ private[planning] object RealTimeBatches {
   def check(options: ShareSourceOptions, parallelism: Int, spark: SparkSession): Unit = {
     if (options.holdsUntilCommit) throw options.mode match {
       case AcknowledgmentMode.Explicit(_) => ShareSourceErrors.realTimeHoldsRecords("kafka.share.acknowledgment.mode", "explicit")
-      case AcknowledgmentMode.Implicit    => ShareSourceErrors.realTimeHoldsRecords("kafka.share.exactly.once.strategy", options.strategy.name)
+      case AcknowledgmentMode.Implicit => ShareSourceErrors.realTimeHoldsRecords("kafka.share.exactly.once.strategy", options.strategy.name)
     }
     if (options.maxRecordsPerTrigger.nonEmpty) throw ShareSourceErrors.realTimeMaxRecords()
     val slots = taskSlots(spark)
@@ -96,10 +99,10 @@ private[planning] object RealTimeBatches {
     val taskCpus = math.max(1, sc.getConf.getInt("spark.task.cpus", 1))
     val LocalN   = """local\[(\d+|\*)(?:,\d+)?\]""".r
     val cores = sc.master match {
-      case "local"         => 1
-      case LocalN("*")     => Runtime.getRuntime.availableProcessors
-      case LocalN(n)       => n.toInt
-      case _               => sc.defaultParallelism
+      case "local"     => 1
+      case LocalN("*") => Runtime.getRuntime.availableProcessors
+      case LocalN(n)   => n.toInt
+      case _           => sc.defaultParallelism
     }
     cores / taskCpus
   }

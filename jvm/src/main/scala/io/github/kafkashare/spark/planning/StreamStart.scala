@@ -89,7 +89,9 @@ object StreamStart extends Logging {
       explicit: Option[ExplicitQueries.Registration]
   ): KafkaShareMicroBatchStream = realTimeStream match {
     case Some(constructor) =>
-      try constructor.newInstance(options, checkpointDir, cluster, settings, hadoopConf, totals, explicit).asInstanceOf[KafkaShareMicroBatchStream]
+      try constructor.newInstance(options, checkpointDir, cluster, settings, hadoopConf, totals, explicit).asInstanceOf[
+          KafkaShareMicroBatchStream
+        ]
       catch { case e: java.lang.reflect.InvocationTargetException => throw e.getCause }
     case None => new KafkaShareMicroBatchStream(options, checkpointDir, cluster, settings, hadoopConf, totals, explicit)
   }

@@ -2,7 +2,14 @@ package io.github.kafkashare.spark.reader
 
 import io.github.kafkashare.spark.consumer.ConsumerKey
 import io.github.kafkashare.spark.metrics.QueryTotalsInTransit
-import io.github.kafkashare.spark.offsets.{AcquiredRun, AcquisitionLog, DecisionLog, SerializableHadoopConf, SourceMarkers, TopicPartitionRanges}
+import io.github.kafkashare.spark.offsets.{
+  AcquiredRun,
+  AcquisitionLog,
+  DecisionLog,
+  SerializableHadoopConf,
+  SourceMarkers,
+  TopicPartitionRanges
+}
 import io.github.kafkashare.spark.options.{Decision, ExactlyOnceStrategy, PoisonPolicy}
 import org.apache.spark.sql.connector.read.InputPartition
 
@@ -19,7 +26,8 @@ import org.apache.spark.sql.connector.read.InputPartition
  * @param explicitDefault  explicit mode: the decision for records foreachBatch did not decide on
  * @param markers     where phase 2 is said done, and where the query says that it stopped
  * @param deliveryLimit the group's delivery count limit: a record delivered that many times is on its last attempt
- * @param realTime    Spark's real-time mode: the task polls until Spark ends it, after emitting this work first
+ * @param realTime    Spark's real-time mode: the task polls until Spark ends the batch
+ * @param handedOver  records pinned before this task, that it emits first (see [[HandedOver]])
  */
 final case class KafkaShareInputPartition(
     batch: Long,
@@ -45,7 +53,8 @@ final case class KafkaShareInputPartition(
     decisions: DecisionLog,
     markers: SourceMarkers,
     poison: Option[PoisonPolicy],
-    realTime: Option[RealTimeWork] = None
+    realTime: Boolean = false,
+    handedOver: HandedOver = HandedOver.none
 ) extends InputPartition {
 
   /** What a poll of this task is judged by ([[PollClassification]]), with `shareLeft` records still to emit. */
@@ -63,10 +72,23 @@ final case class KafkaShareInputPartition(
 }
 
 /**
- * What a real-time read task emits before it polls (both were pinned, and ACCEPTed, before):
+ * What a read task emits before it polls, read back by offset: records pinned, and ACCEPTed, before it.
  *
- * @param carried        records the batch before pinned and did not emit (Spark ended its tasks between two rows)
- * @param earlierRunTasks log tasks of an earlier run of this batch (the query stopped or crashed during it, and
- *                       Spark runs the batch again from its start): their parts are sealed and replayed here
+ * @param carried        records a real-time batch before pinned and did not emit (Spark ended its tasks between
+ *                       two rows); a micro-batch after a real-time one (the query's trigger changed) emits them too
+ * @param earlierRunTasks real time: log tasks of an earlier run of this batch (the query stopped or crashed during
+ *                       it, and Spark runs the batch anew from its start): their parts are sealed and replayed here
  */
-final case class RealTimeWork(carried: Seq[AcquiredRun], earlierRunTasks: Seq[Int])
+final case class HandedOver(carried: Seq[AcquiredRun], earlierRunTasks: Seq[Int]) {
+  def isEmpty: Boolean = carried.isEmpty && earlierRunTasks.isEmpty
+}
+
+object HandedOver {
+  val none: HandedOver = HandedOver(Nil, Nil)
+
+  /** `runs` spread over `tasks` tasks, round robin: task i's share. */
+  def spread(runs: Seq[AcquiredRun], tasks: Int): Int => Seq[AcquiredRun] = {
+    val shares = runs.zipWithIndex.groupBy(_._2 % tasks).map { case (i, rs) => i -> rs.map(_._1) }
+    i => shares.getOrElse(i, Nil)
+  }
+}

@@ -27,17 +27,18 @@ final class KafkaSharePartitionReader(partition: KafkaShareInputPartition) exten
     counters.add(Metrics.Accepted, late.accepted); counters.add(Metrics.Released, late.released)
     counters.add(Metrics.Rejected, late.rejected)
   }
-  private var acquisition: Option[PinnedPolls] = None
-  private var replay: Option[ReplayFetcher]    = None
+  private var acquisition: Option[PinnedPolls]  = None
+  private var replay: Option[ReplayFetcher]     = None
+  private var handedOver: Option[ReplayFetcher] = None
   private lazy val rows: Iterator[InternalRow] = {
-    val records =
+    def records =
       if (partition.log.read(partition.batch, partition.task).isDefined) replaySealed()
       else {
         val polls = new PinnedPolls(partition, counters, () => replaySealed())
         acquisition = Some(polls)
         polls
       }
-    records.map { case (r, count) => RecordRows.toRow(r, count, partition.includeHeaders) }
+    (carried ++ records).map { case (r, count) => RecordRows.toRow(r, count, partition.includeHeaders) }
   }
   private var current: InternalRow = _
 
@@ -53,7 +54,19 @@ final class KafkaSharePartitionReader(partition: KafkaShareInputPartition) exten
     try acquisition.foreach(_.close())
     finally
       try replay.foreach(_.close())
-      finally counters.addTo(totals)
+      finally
+        try handedOver.foreach(_.close())
+        finally counters.addTo(totals)
+
+  /** What the real-time batch before pinned and did not emit (the query ran in real time before): first, in every attempt. */
+  private def carried: Iterator[(Record, Int)] =
+    if (partition.handedOver.carried.isEmpty) Iterator.empty
+    else {
+      val fetcher =
+        new ReplayFetcher(Seq(AcquisitionEntry(partition.handedOver.carried)), partition.consumerKey.params, partition.failOnDataLoss)
+      handedOver = Some(fetcher)
+      fetcher.map { record => counters.add(Metrics.Replayed, 1); record }
+    }
 
   private def replaySealed(): Iterator[(Record, Int)] = {
     val parts: Seq[AcquisitionEntry] = partition.log.sealTask(partition.batch, partition.task)

@@ -69,9 +69,9 @@ private[reader] final class PinnedPolls(
     current.hasNext
   }
 
-  private val realTime            = realTimeDeadline.nonEmpty
-  private def timeIsUp: Boolean   = realTimeDeadline.exists(deadline => System.nanoTime >= deadline())
-  private def remainingMs: Long   = realTimeDeadline.fold(Long.MaxValue)(deadline => (deadline() - System.nanoTime) / 1000000L)
+  private val realTime          = realTimeDeadline.nonEmpty
+  private def timeIsUp: Boolean = realTimeDeadline.exists(deadline => System.nanoTime >= deadline())
+  private def remainingMs: Long = realTimeDeadline.fold(Long.MaxValue)(deadline => (deadline() - System.nanoTime) / 1000000L)
 
   /** The rows of the last pinned part not emitted yet (real time: Spark ended the task between two of them). */
   def unemitted: Seq[(Record, Int)] = { val rest = current.toVector; current = Iterator.empty; rest }
@@ -97,9 +97,9 @@ private[reader] final class PinnedPolls(
     var pinned = false
     if (clock.lastReturn != 0) clock.outsideNanos += System.nanoTime - clock.lastReturn
     try {
-      val poll     = pollOnce()
-      val polledAt = poll.acquiredAtNanos
-      val plan     = classify(poll)
+      val poll      = pollOnce()
+      val polledAt  = poll.acquiredAtNanos
+      val plan      = classify(poll)
       val pollAgain = plan.pollAgain || realTime
       if (plan.keep.isEmpty && (pollAgain || part > 0)) {
         // Nothing to pin from this poll. Part 0 is written, even empty, only when the task ends, so

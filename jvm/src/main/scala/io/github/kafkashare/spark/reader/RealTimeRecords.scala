@@ -12,7 +12,7 @@ import org.apache.spark.sql.connector.read.streaming.PartitionOffset
  * One read task of a batch in Spark's real-time mode, without Spark 4.1's types (the reader in
  * jvm/realtime/ wraps it): Spark asks for the next row with the time left until the batch's end, and the
  * task polls until a record comes or the time is up. Its order:
- *  1. the work handed to it ([[RealTimeWork]]): records the batch before pinned and did not emit, and the
+ *  1. the records handed over to it ([[HandedOver]]): records the batch before pinned and did not emit, and the
  *     parts of an earlier run of this batch (sealed first, so that a task of that run still alive can pin
  *     nothing more), read back by offset;
  *  2. then poll after poll, each pinned before it is ACCEPTed and emitted ([[PinnedPolls]]), as in a
@@ -25,9 +25,10 @@ final class RealTimeRecords(partition: KafkaShareInputPartition) extends Logging
 
   private type Record = PooledShareConsumer.Record
 
-  private val work     = partition.realTime.getOrElse(throw new IllegalArgumentException(s"$partition is no real-time task"))
-  private val counters = new TaskCounters
-  private val totals   = partition.totals.open()
+  require(partition.realTime, s"$partition is no real-time task")
+  private val work                    = partition.handedOver
+  private val counters                = new TaskCounters
+  private val totals                  = partition.totals.open()
   @volatile private var deadlineNanos = Long.MaxValue
 
   private var replay: Option[ReplayFetcher] = None
@@ -41,10 +42,10 @@ final class RealTimeRecords(partition: KafkaShareInputPartition) extends Logging
       fetcher.map { record => counters.add(Metrics.Replayed, 1); record }
     }
   }
-  private lazy val polls = new PinnedPolls(partition, counters, () => ownPartsSealed(), Some(() => deadlineNanos))
-  private var pollsStarted                              = false
-  private var current: InternalRow                      = _
-  private var ended: Option[RealTimeTaskEnd]            = None
+  private lazy val polls                     = new PinnedPolls(partition, counters, () => ownPartsSealed(), Some(() => deadlineNanos))
+  private var pollsStarted                   = false
+  private var current: InternalRow           = _
+  private var ended: Option[RealTimeTaskEnd] = None
 
   /**
    * The next row, waiting up to `timeoutMs` for one; false when the time is up. Spark ends the task at the
@@ -92,7 +93,8 @@ final class RealTimeRecords(partition: KafkaShareInputPartition) extends Logging
 
   /** Another attempt of this very task pinned its part 0 first (Spark retried it): its parts are the task's. */
   private def ownPartsSealed(): Iterator[(Record, Int)] = {
-    val fetcher = new ReplayFetcher(partition.log.sealTask(partition.batch, partition.task), partition.consumerKey.params, partition.failOnDataLoss)
+    val fetcher =
+      new ReplayFetcher(partition.log.sealTask(partition.batch, partition.task), partition.consumerKey.params, partition.failOnDataLoss)
     replay.foreach(_.close())
     replay = Some(fetcher)
     fetcher.map { record => counters.add(Metrics.Replayed, 1); record }

@@ -72,8 +72,8 @@ class PoolWithBrokerSuite extends AnyFunSuite {
     val (topic, group) = freshTopic(records = 100)
     val pool           = new ShareConsumerPool(Clock.System, new PooledShareConsumer(_))
     // Long enough that a loaded machine gets from the poll to the first eviction within two locks.
-    val k              = key(group, topic, maxPollRecords = 500).copy(idleCloseMs = 1500L)
-    val consumer       = pool.borrow(k)
+    val k        = key(group, topic, maxPollRecords = 500).copy(idleCloseMs = 1500L)
+    val consumer = pool.borrow(k)
     try {
       val polled = consumer.poll(Seq(topic), 30000L)
       assert(polled.records.nonEmpty)
