@@ -62,7 +62,7 @@ bench: $(VENV)/installed-wheel $(VENV)/installed-tools target/bench/tools.classp
 bench-scaling: $(VENV)/installed-wheel $(VENV)/installed-tools target/bench/tools.classpath
 	$(PY) tests/bench/scaling.py $(SCALING_ARGS)
 
-# p50/p99 from a record's timestamp to its batch's commit at a steady rate: make bench-latency LATENCY_ARGS="--rate 5000"
+# p50/p99 from a record's send to the sink's write, real time and micro-batch, at steady rates: make bench-latency LATENCY_ARGS="--rates 1000,5000"
 bench-latency: $(VENV)/installed-wheel $(VENV)/installed-tools target/bench/tools.classpath
 	$(PY) tests/bench/latency.py $(LATENCY_ARGS)
 

@@ -189,6 +189,7 @@ class KafkaShareMicroBatchStream(
   /** Real time: the read tasks of the batch Spark runs now, from `startOffset` (it knows no end yet). */
   protected def realTimePartitions(startOffset: Offset): Array[InputPartition] = {
     val batches = realTime.getOrElse(throw new IllegalStateException("real-time partitions before real-time mode"))
+    val began   = System.nanoTime
     val start   = ShareSourceOffset.of(startOffset)
     val batch   = RealTimeBatches.sparkBatchId().getOrElse(sparkBatchIds.next())
     // Spark may plan a batch's scan more than once: the same tasks each time (the log is the same until they run).
@@ -211,6 +212,7 @@ class KafkaShareMicroBatchStream(
     val plan    = batches.plan(start, batch, pinned, identity.clusterId, keptIds)
     val tasks   = readTasks.realTimeTasks(plan.end.batch, plan.firstTask, pinned, topics, deliveryLimit.current, plan.work)
     realTimePlanned = Some(((batch, start), tasks))
+    logInfo(s"kafka-share: real-time batch $batch planned in ${(System.nanoTime - began) / 1000000L} ms")
     tasks
   }
 

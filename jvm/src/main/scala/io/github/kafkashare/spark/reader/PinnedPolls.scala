@@ -70,8 +70,10 @@ private[reader] final class PinnedPolls(
   }
 
   private val realTime          = realTimeDeadline.nonEmpty
-  private def timeIsUp: Boolean = realTimeDeadline.exists(deadline => System.nanoTime >= deadline())
-  private def remainingMs: Long = realTimeDeadline.fold(Long.MaxValue)(deadline => (deadline() - System.nanoTime) / 1000000L)
+  // Real time: the last poll comes a little before Spark's end, so that its rows are emitted within the batch.
+  private def lastPollBy: Long  = realTimeDeadline.fold(Long.MaxValue)(deadline => deadline() - RealTimeLastPollNanos)
+  private def timeIsUp: Boolean = realTime && System.nanoTime >= lastPollBy
+  private def remainingMs: Long = if (realTime) (lastPollBy - System.nanoTime) / 1000000L else Long.MaxValue
 
   /** The rows of the last pinned part not emitted yet (real time: Spark ended the task between two of them). */
   def unemitted: Seq[(Record, Int)] = { val rest = current.toVector; current = Iterator.empty; rest }
@@ -265,4 +267,11 @@ private object PinnedPolls {
    * a task sees that Spark's end of the batch passed, and how often an idle task sends acknowledgements.
    */
   val RealTimePollTimeoutMs = 100L
+
+  /**
+   * Real time: how long before Spark's end of the batch the task stops polling. Spark ends a task between two
+   * rows when the time is up; the rows of a poll come out in well under this, so none is left to the next batch
+   * (which emits them by reading them back, slower), bar a pause.
+   */
+  val RealTimeLastPollNanos: Long = 50L * 1000000L
 }
