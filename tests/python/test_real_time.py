@@ -45,84 +45,85 @@ def counts(rows: list[dict[str, Any]], produced: int) -> dict[str, int]:
     }
 
 
-def test_real_time_refuses_what_it_cannot_hold(broker: Broker, fresh_name: Any, tmp_path: Path) -> None:
-    """Two-phase-commit, explicit mode, maxRecordsPerTrigger and more read tasks than task slots: each a
-    catalogued error at start, naming the option."""
-    topic, group = fresh_name("rt-refused"), fresh_name("rt-refused-group")
-    broker.create_topic(topic, partitions=1)
-    config = {
-        "bootstrap": broker.bootstrap,
-        "topic": topic,
-        "group": group,
-        "checkpoint": str(tmp_path / "checkpoint"),
-        "sink": str(tmp_path / "sink"),
-        "master": "local[2]",
-        "parallelism": 1,
-        "only_checks": True,
-        "checks": [
-            {"kafka.share.exactly.once.strategy": "two-phase-commit"},
-            {"kafka.share.acknowledgment.mode": "explicit"},
-            {"maxRecordsPerTrigger": "100"},
-            {"kafka.share.parallelism": "3"},
-        ],
-    }
-    checks = run_spark("real_time_stream.py", json.dumps(config))["checks"]
-    expected = [
-        ("KAFKA_SHARE_UNSUPPORTED_USE.REAL_TIME_HOLDS_RECORDS", "two-phase-commit"),
-        ("KAFKA_SHARE_UNSUPPORTED_USE.REAL_TIME_HOLDS_RECORDS", "kafka.share.acknowledgment.mode"),
-        ("KAFKA_SHARE_UNSUPPORTED_USE.REAL_TIME_MAX_RECORDS", "maxRecordsPerTrigger"),
-        ("KAFKA_SHARE_UNSUPPORTED_USE.REAL_TIME_TOO_FEW_SLOTS", "runs 2 task(s) at once"),
-    ]
-    for check, (condition, named) in zip(checks, expected, strict=True):
-        assert check["condition"] == condition, check
-        assert named in check["error"], check
+STRATEGIES = ["none", "checkpoint-dedup"]
+REFUSED = [  # option set, the condition it must fail with, and a word of its message
+    ({"kafka.share.exactly.once.strategy": "two-phase-commit"}, "REAL_TIME_HOLDS_RECORDS", "two-phase-commit"),
+    ({"kafka.share.acknowledgment.mode": "explicit"}, "REAL_TIME_HOLDS_RECORDS", "kafka.share.acknowledgment.mode"),
+    ({"maxRecordsPerTrigger": "100"}, "REAL_TIME_MAX_RECORDS", "maxRecordsPerTrigger"),
+    ({"kafka.share.parallelism": "5"}, "REAL_TIME_TOO_FEW_SLOTS", "runs 4 task(s) at once"),
+]
 
 
-@pytest.mark.parametrize("strategy", ["checkpoint-dedup", "none"])
-def test_real_time_loses_nothing_across_a_driver_kill(broker: Broker, fresh_name: Any, tmp_path: Path, strategy: str) -> None:
-    """Records produced while the query runs; the driver SIGKILLed at a moment inside a real-time batch (seeded),
-    then started again on the checkpoint: every record lands, and with checkpoint-dedup none in two batches."""
-    topic, group = fresh_name("rt-crash"), fresh_name("rt-crash-group")
+def test_real_time_loses_nothing_across_a_driver_kill_and_refuses_what_it_cannot_hold(
+    broker: Broker, fresh_name: Any, tmp_path: Path
+) -> None:
+    """One application, a real-time query per strategy side by side (a group each, one topic), records
+    produced while they run; the driver SIGKILLed at a seeded moment inside a real-time batch, then started
+    again on the checkpoints: every record lands, and with checkpoint-dedup none in two batches. Before the
+    queries start, the run that is killed starts one with each option set real time cannot hold: each
+    fails at start with its catalogued error."""
+    topic = fresh_name("rt-crash")
     broker.create_topic(topic, partitions=2)
-    broker.group_config(group, {"share.record.lock.duration.ms": str(LOCK_MS), "share.auto.offset.reset": "earliest"})
-    seed = 20261128
-    kill_after = round(random.Random(f"{seed}-{strategy}").uniform(0.5, 4.5), 2)
-    rate, seconds = 100, 30  # still producing when the driver dies, in the run's third batch
+    queries = []
+    for strategy in STRATEGIES:
+        group = fresh_name(f"rt-{strategy}")
+        broker.group_config(group, {"share.record.lock.duration.ms": str(LOCK_MS), "share.auto.offset.reset": "earliest"})
+        work = tmp_path / strategy
+        queries.append({"group": group, "strategy": strategy, "checkpoint": str(work / "checkpoint"), "sink": str(work / "sink")})
+    kill_after = round(random.Random(20261128).uniform(0.5, 4.5), 2)
+    rate, seconds = 100, 30
     config = {
         "bootstrap": broker.bootstrap,
         "topic": topic,
-        "group": group,
-        "strategy": strategy,
-        "checkpoint": str(tmp_path / "checkpoint"),
-        "sink": str(tmp_path / "sink"),
+        "queries": queries,
+        "master": "local[4]",  # two queries of two read tasks each
         "parallelism": 2,
         "expected": rate * seconds,
         "timeout_s": 150,
     }
-    pid_file = tmp_path / "driver.pid"
+    pid_file, checks_file = tmp_path / "driver.pid", tmp_path / "checks.json"
     upstream = threading.Thread(
         target=harness, args=("produce-rate", broker.bootstrap, topic, str(rate), str(seconds)), kwargs={"timeout": 300}
     )
-    crashing = {**config, "kill_after_commit_s": kill_after, "pid_file": str(pid_file)}
+    crashing = {
+        **config,
+        "kill_after_commit_s": kill_after,
+        "pid_file": str(pid_file),
+        "checks": [options for options, _, _ in REFUSED],
+        "checks_file": str(checks_file),
+    }
     first = start_spark("real_time_stream.py", json.dumps(crashing))
-    # Produced from when Spark runs: the driver dies about 12 s later, with most records still to come.
+    # Produced once the queries run: the driver dies about 12 s later, with most records still to come.
     while not pid_file.exists() and first.poll() is None:
+        time.sleep(0.2)
+    while not checks_file.exists() and first.poll() is None:
         time.sleep(0.2)
     upstream.start()
     try:
         finish(first, killed=True)
-        killed_rows = len(sink_rows(tmp_path / "sink"))
+        killed_rows = {q["strategy"]: len(sink_rows(Path(q["sink"]))) for q in queries}
         result = run_spark("real_time_stream.py", json.dumps(config), timeout=240)
     finally:
-        upstream.join()
-    assert result["error"] is None, result["error"]
-    got = counts(sink_rows(tmp_path / "sink"), rate * seconds)
-    record_delivery_counts(
-        f"real time, driver killed {kill_after} s into a batch, {strategy}: produced {got['produced']} landed "
-        f"{got['landed']} lost {got['lost']} in two batches {got['in_two_batches']} again in a re-run "
-        f"{got['again_in_a_rerun']} ({killed_rows} rows before the kill)"
-    )
-    assert got["lost"] == 0, got
-    assert got["landed"] == got["produced"], got
-    if strategy == "checkpoint-dedup":
-        assert got["in_two_batches"] == 0, got
+        if upstream.ident is not None:  # started
+            upstream.join()
+
+    for check, (options, condition, named) in zip(json.loads(checks_file.read_text()), REFUSED, strict=True):
+        assert check["condition"] == f"KAFKA_SHARE_UNSUPPORTED_USE.{condition}", (options, check)
+        assert named in check["error"], (options, check)
+    problems = []
+    for q in queries:
+        strategy = q["strategy"]
+        error = result["queries"][q["group"]]["error"]
+        got = counts(sink_rows(Path(q["sink"])), rate * seconds)
+        record_delivery_counts(
+            f"real time, driver killed {kill_after} s into a batch, {strategy}: produced {got['produced']} landed "
+            f"{got['landed']} lost {got['lost']} in two batches {got['in_two_batches']} again in a re-run "
+            f"{got['again_in_a_rerun']} ({killed_rows[strategy]} rows before the kill)"
+        )
+        if error is not None:
+            problems.append(f"{strategy}: the query failed: {error}")
+        if got["lost"] or got["landed"] != got["produced"]:
+            problems.append(f"{strategy}: {got}")
+        if strategy == "checkpoint-dedup" and got["in_two_batches"]:
+            problems.append(f"{strategy}: the source emitted records in two batches: {got}")
+    assert not problems, problems

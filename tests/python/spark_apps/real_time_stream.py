@@ -1,19 +1,21 @@
-"""A kafka-share query in Spark's real-time mode, into a sink that keeps every row it is given.
+"""kafka-share queries in Spark's real-time mode, each into a sink that keeps every row it is given.
 
 Usage: real_time_stream.py '<json config>'. Prints one JSON line at the end.
-Config keys: bootstrap, topic, group, strategy, parallelism, checkpoint, sink (a directory), master,
-trigger_s (the real-time trigger's duration, 5 s at least), expected (stop once the sink holds that many
-distinct keys), timeout_s (stop then at the latest), options (extra source options), checks (a list of
-option sets, each laid over the options: a query is started with each, in turn, before the run, and the
-error it fails with is reported; only_checks: no run after them), pid_file (receives {"pid": the driver
-JVM} at start), kill_after_commit_s (SIGKILL the driver, JVM and this process, that many seconds after
-the second batch of this run committed: a crash at a moment inside a real-time batch).
+Config keys: bootstrap, topic, master, parallelism, trigger_s (the real-time trigger's duration, 5 s at
+least), expected (a query stops once its sink holds that many distinct keys), timeout_s (every query stops
+then at the latest), options (extra source options), queries (a list of {group, strategy, checkpoint, sink}:
+one real-time query each, side by side in this application; each needs `parallelism` task slots of the
+master's), checks (a list of option sets, each laid over the options: a query is started with each, in turn,
+before the queries, and the error it fails with is written to checks_file), pid_file (receives
+{"pid": the driver JVM} at start), kill_after_commit_s (SIGKILL the driver, JVM and this process, that many
+seconds after the second batch of this run of every query committed: a crash at a moment inside a
+real-time batch; the first batch of a query emits little while Python's foreach worker starts).
 
 The sink is a foreach writer (real time allows foreach, console, memory and Kafka sinks, not
 foreachBatch): each task appends its rows, one line each, to <sink>/<epoch>-<partition>-<uuid>.jsonl,
 flushed per row. It keeps every row, a re-run's too, so a test counts what was lost and what came twice,
 and tells a batch run again (the same epoch, rows twice) from a source that emits a record in two
-batches (two epochs). Each row also carries the time the sink had it, for latency.
+batches (two epochs).
 """
 
 import json
@@ -35,7 +37,7 @@ import spark_kafka_share
 config = json.loads(sys.argv[1])
 spark = (
     spark_kafka_share.configure(SparkSession.builder)
-    .master(config.get("master", "local[3]"))
+    .master(config.get("master", "local[4]"))
     .config("spark.ui.enabled", "false")
     .config("spark.sql.shuffle.partitions", "2")
     .getOrCreate()
@@ -47,21 +49,22 @@ if config.get("pid_file"):
     pid = spark._jvm.java.lang.ProcessHandle.current().pid()  # type: ignore[union-attr]
     Path(config["pid_file"]).write_text(json.dumps({"pid": pid}))
 
-SINK = config["sink"]
-
 
 class AppendEveryRow:
     """Appends each row to a file of its own task attempt: nothing is overwritten, a re-run's rows too."""
 
+    def __init__(self, sink: str) -> None:
+        self.sink = sink
+
     def open(self, partition_id: int, epoch_id: int) -> bool:
-        os.makedirs(SINK, exist_ok=True)
-        path = os.path.join(SINK, f"{epoch_id}-{partition_id}-{uuid.uuid4().hex}.jsonl")
-        self.file = open(path, "a", encoding="utf-8")
+        os.makedirs(self.sink, exist_ok=True)
+        path = os.path.join(self.sink, f"{epoch_id}-{partition_id}-{uuid.uuid4().hex}.jsonl")
+        self.file = open(path, "a", encoding="utf-8")  # closed in close()
         self.epoch = epoch_id
         return True
 
     def process(self, row: Any) -> None:
-        line = {"k": row.k, "epoch": self.epoch, "count": row.deliveryCount, "ts": row.ts, "at": time.time()}
+        line = {"k": row.k, "epoch": self.epoch, "count": row.deliveryCount, "at": time.time()}
         self.file.write(json.dumps(line) + "\n")
         self.file.flush()
 
@@ -69,28 +72,25 @@ class AppendEveryRow:
         self.file.close()
 
 
-options = {
-    "kafka.bootstrap.servers": config["bootstrap"],
-    "kafka.share.group.id": config["group"],
-    "subscribe": config["topic"],
-    "kafka.share.exactly.once.strategy": config.get("strategy", "checkpoint-dedup"),
-    "kafka.share.parallelism": str(config.get("parallelism", 2)),
-    "startingOffsets": "earliest",
-    **config.get("options", {}),
-}
-
-
-def start(extra: dict[str, str], checkpoint: str) -> StreamingQuery:
-    stream = (
-        spark.readStream.format("kafka-share")
-        .options(**{**options, **extra})
-        .load()
-        .selectExpr("CAST(key AS STRING) AS k", "deliveryCount", "CAST(timestamp AS DOUBLE) AS ts")
-    )
+def start(query: dict[str, str], extra: dict[str, str]) -> StreamingQuery:
+    options = {
+        "kafka.bootstrap.servers": config["bootstrap"],
+        "kafka.share.group.id": query["group"],
+        "subscribe": config["topic"],
+        "kafka.share.exactly.once.strategy": query.get("strategy", "checkpoint-dedup"),
+        "kafka.share.parallelism": str(config.get("parallelism", 2)),
+        "startingOffsets": "earliest",
+        **config.get("options", {}),
+        **extra,
+    }
     return (
-        stream.writeStream.outputMode("update")
-        .option("checkpointLocation", checkpoint)
-        .foreach(AppendEveryRow())
+        spark.readStream.format("kafka-share")
+        .options(**options)
+        .load()
+        .selectExpr("CAST(key AS STRING) AS k", "deliveryCount")
+        .writeStream.outputMode("update")
+        .option("checkpointLocation", query["checkpoint"])
+        .foreach(AppendEveryRow(query["sink"]))
         .trigger(**spark_kafka_share.real_time(f"{config.get('trigger_s', 5)} seconds"))
         .start()
     )
@@ -98,12 +98,13 @@ def start(extra: dict[str, str], checkpoint: str) -> StreamingQuery:
 
 def check(extra: dict[str, str], n: int) -> dict[str, Any]:
     """Starts a query that must fail at start; returns its error's condition and message."""
+    query = config["queries"][0]
     error: BaseException | None
     try:
-        query = start(extra, f"{config['checkpoint']}-check-{n}")
-        query.awaitTermination(60)
-        error = query.exception()
-        query.stop()
+        started = start({**query, "checkpoint": f"{query['checkpoint']}-check-{n}"}, extra)
+        started.awaitTermination(60)
+        error = started.exception()
+        started.stop()
     except Exception as e:
         error = e
     if error is None:
@@ -115,48 +116,46 @@ def check(extra: dict[str, str], n: int) -> dict[str, Any]:
     return {"condition": condition, "error": text[ours.start() if ours else 0 :][:1500]}
 
 
-def distinct_keys() -> int:
+def distinct_keys(sink: str) -> int:
     keys: set[str] = set()
-    for name in os.listdir(SINK) if os.path.isdir(SINK) else []:
-        with open(os.path.join(SINK, name), encoding="utf-8") as f:
+    for name in os.listdir(sink) if os.path.isdir(sink) else []:
+        with open(os.path.join(sink, name), encoding="utf-8") as f:
             keys.update(json.loads(line)["k"] for line in f if line.endswith("\n"))
     return len(keys)
 
 
-checks = [check(extra, n) for n, extra in enumerate(config.get("checks", []))]
-if config.get("only_checks"):
-    print(json.dumps({"checks": checks}))
-    sys.exit(0)
+if config.get("checks"):
+    checks = [check(extra, n) for n, extra in enumerate(config["checks"])]
+    Path(config["checks_file"]).write_text(json.dumps(checks))
 
-query = start({}, config["checkpoint"])
+running = [(q, start(q, {})) for q in config["queries"]]
 started = time.time()
 if "kill_after_commit_s" in config:
 
+    def committed(query: dict[str, str]) -> set[str]:
+        commits = Path(query["checkpoint"]) / "commits"
+        return {n for n in os.listdir(commits) if n.isdigit()} if commits.is_dir() else set()
+
     def kill_inside_a_batch() -> None:
-        commits = Path(config["checkpoint"]) / "commits"
-        before = set(os.listdir(commits)) if commits.is_dir() else set()
-        # After the second batch of this run committed: the first emits little (Python's foreach writer starts).
-        while not (commits.is_dir() and len({n for n in os.listdir(commits) if n.isdigit()} - before) >= 2):
+        before = [committed(q) for q, _ in running]
+        while any(len(committed(q) - seen) < 2 for (q, _), seen in zip(running, before, strict=True)):
             time.sleep(0.05)
         time.sleep(float(config["kill_after_commit_s"]))
         os.kill(spark._jvm.java.lang.ProcessHandle.current().pid(), signal.SIGKILL)  # type: ignore[union-attr]
         os.kill(os.getpid(), signal.SIGKILL)
 
     threading.Thread(target=kill_inside_a_batch, daemon=True).start()
-while query.isActive and time.time() - started < config.get("timeout_s", 120):
-    if distinct_keys() >= config.get("expected", 1 << 62):
-        break
+results = {}
+while running and time.time() - started < config.get("timeout_s", 120):
+    for q, query in list(running):
+        if not query.isActive or distinct_keys(q["sink"]) >= config.get("expected", 1 << 62):
+            error = query.exception()
+            query.stop()
+            results[q["group"]] = {"error": str(error)[:2000] if error else None, "batches": len(query.recentProgress)}
+            running.remove((q, query))
     time.sleep(0.5)
-error = query.exception()
-progress = query.recentProgress
-query.stop()
-print(
-    json.dumps(
-        {
-            "checks": checks,
-            "error": str(error)[:2000] if error else None,
-            "batches": len(progress),
-            "metrics": progress[-1]["sources"][0].get("metrics", {}) if progress else {},
-        }
-    )
-)
+for q, query in running:
+    error = query.exception()
+    query.stop()
+    results[q["group"]] = {"error": str(error)[:2000] if error else None, "batches": len(query.recentProgress)}
+print(json.dumps({"queries": results}))

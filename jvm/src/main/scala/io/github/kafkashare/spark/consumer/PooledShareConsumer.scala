@@ -148,7 +148,7 @@ final class PooledShareConsumer(val key: ConsumerKey, open: Properties => ShareC
    * least [[PooledShareConsumer.JoinTimeoutMs]], later ones `timeoutMs`. The records are held until
    * acknowledged. A carry, if any, is returned instead, without asking the broker.
    */
-  def poll(topics: Seq[String], timeoutMs: Long): PooledShareConsumer.Polled = {
+  def poll(topics: Seq[String], timeoutMs: Long, waitForJoin: Boolean = true): PooledShareConsumer.Polled = {
     require(held.isEmpty, s"poll while holding ${held.size} unacknowledged records")
     if (carried.nonEmpty) {
       val records = carried
@@ -162,7 +162,8 @@ final class PooledShareConsumer(val key: ConsumerKey, open: Properties => ShareC
     }
     if (topics.isEmpty) return PooledShareConsumer.Polled(Nil, System.nanoTime, fromCarry = false) // a pattern matching nothing
     if (topics.toSet != subscribed) { consumer.subscribe(topics.asJava); subscribed = topics.toSet }
-    val waitMs          = if (joined) timeoutMs else math.max(timeoutMs, PooledShareConsumer.JoinTimeoutMs)
+    // Real time (waitForJoin false) keeps to the batch's end: a consumer that has not joined yet polls again.
+    val waitMs          = if (joined || !waitForJoin) timeoutMs else math.max(timeoutMs, PooledShareConsumer.JoinTimeoutMs)
     val deadline        = System.nanoTime + waitMs * 1000000L
     var records         = Seq.empty[Record]
     var lastCall        = System.nanoTime
@@ -176,7 +177,7 @@ final class PooledShareConsumer(val key: ConsumerKey, open: Properties => ShareC
     // After one full wait the consumer has its assignment (it comes with a heartbeat, every 5 s by
     // default), whether or not records came: the group's other members may hold them all. Waiting the
     // join time again would cost every later task of such a consumer 12 s for nothing.
-    joined = true
+    if (waitForJoin || records.nonEmpty) joined = true
     // Records that came with a response during this poll were acquired as the broker answered, during
     // the last call. Without a response they came from the client's buffer (the client fetches only
     // once its buffer is empty, and acknowledgements were all sent before this poll), as old as the

@@ -171,7 +171,7 @@ object ShareSourceErrors {
     error(
       "KAFKA_SHARE_CHECKPOINT_DAMAGED.UNSUPPORTED_OFFSET_VERSION",
       "version" -> version,
-      "newest"  -> io.github.kafkashare.spark.offsets.ShareSourceOffset.Version,
+      "newest"  -> io.github.kafkashare.spark.offsets.ShareSourceOffset.RealTimeVersion,
       "json"    -> json
     )
 

@@ -39,11 +39,14 @@ final case class ShareSourceOffset(
 
   // Spark compares offsets by their JSON: an offset read from the log must serialize to the same
   // text, or Spark would take an unchanged offset of version 1 for new data and run a batch.
+  // An end that names unemitted records is version 3: a connector that reads up to 2 refuses it rather
+  // than ignore them (they were ACCEPTed: ignored, they would be lost).
   override def json(): String = if (version == 1) jsonV1
   else {
     import ShareSourceOffset.quote
-    val ids = topicIds.toSeq.sorted.map { case (t, id) => s"${quote(t)}:${quote(id)}" }
-    s"""{"version":${ShareSourceOffset.Version},"batch":$batch,"tasks":$tasks,"cluster":${quote(cluster)},""" +
+    val ids     = topicIds.toSeq.sorted.map { case (t, id) => s"${quote(t)}:${quote(id)}" }
+    val written = if (unemitted.isEmpty) ShareSourceOffset.Version else ShareSourceOffset.RealTimeVersion
+    s"""{"version":$written,"batch":$batch,"tasks":$tasks,"cluster":${quote(cluster)},""" +
       s""""group":${quote(group)},"topicIds":{${ids.mkString(",")}},"pinned":{${pinnedJson.mkString(",")}}""" +
       (if (unemitted.isEmpty) "}"
        else s""","unemitted":${unemitted.map(r => quote(ShareSourceOffset.runText(r))).mkString("[", ",", "]")}}""")
@@ -62,6 +65,9 @@ final case class ShareSourceOffset(
 
 object ShareSourceOffset {
   val Version = 2
+
+  /** The version of an end that names unemitted records (real time); the newest this connector reads. */
+  val RealTimeVersion = 3
 
   /** Before the first batch: nothing pinned. */
   val initial: ShareSourceOffset = ShareSourceOffset(batch = -1, tasks = 0, TopicPartitionRanges.empty)
@@ -87,7 +93,7 @@ object ShareSourceOffset {
     if (root == null || !root.isObject || !root.path("version").isInt || !root.path("batch").canConvertToLong || !root.path("tasks").isInt)
       throw ShareSourceErrors.badOffsetJson(json, null)
     val version = root.get("version").asInt
-    if (version < 1 || version > Version) throw ShareSourceErrors.unsupportedOffsetVersion(version, json)
+    if (version < 1 || version > RealTimeVersion) throw ShareSourceErrors.unsupportedOffsetVersion(version, json)
     try {
       val pinned = root.path("pinned").fields().asScala.flatMap { topic =>
         topic.getValue.fields().asScala.map { partition =>

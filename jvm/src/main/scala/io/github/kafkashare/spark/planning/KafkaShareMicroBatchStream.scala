@@ -171,8 +171,22 @@ class KafkaShareMicroBatchStream(
     // The ids of topics still pinned stay recorded while they are gone (a pattern's topic deleted):
     // when one comes back under its name, the new id tells its records from the pinned ones.
     val keptIds = start.topicIds.filter { case (t, _) => pinned.byPartition.keysIterator.exists(_._1 == t) } ++ ids
-    lastPlanned = Some(ShareSourceOffset(sparkBatchIds.next(), settings.parallelism, pinned, identity.clusterId, options.groupId, keptIds))
+    val batch   = sparkBatchIds.next()
+    lastPlanned = Some(ShareSourceOffset(batch, tasksOf(batch), pinned, identity.clusterId, options.groupId, keptIds))
     lastPlanned.get
+  }
+
+  private var firstPlan = true
+
+  /**
+   * The read tasks of a new batch: the parallelism, or more for the first batch planned after a restart
+   * whose id a real-time run used without committing (the trigger changed since): that run's log tasks
+   * can go past the parallelism, and each must be replayed by a task of the batch, and counted pinned after it.
+   */
+  private def tasksOf(batch: Long): Int = {
+    val leftover = if (firstPlan) acquisitions.partNames(batch).map(_._1).maxOption.fold(0)(_ + 1) else 0
+    firstPlan = false
+    math.max(settings.parallelism, leftover)
   }
 
   // Spark's real-time mode, once Spark said so (before the first batch).

@@ -68,7 +68,7 @@ private[planning] final class RealTimeBatches(group: String, parallelism: Int, a
   }
 }
 
-private[planning] object RealTimeBatches {
+private[planning] object RealTimeBatches extends Logging {
 
   /** The batch's end as planned, its first log task, and each task's work before it polls. */
   final case class Plan(end: ShareSourceOffset, firstTask: Int, work: Int => HandedOver)
@@ -85,26 +85,38 @@ private[planning] object RealTimeBatches {
       case AcknowledgmentMode.Implicit => ShareSourceErrors.realTimeHoldsRecords("kafka.share.exactly.once.strategy", options.strategy.name)
     }
     if (options.maxRecordsPerTrigger.nonEmpty) throw ShareSourceErrors.realTimeMaxRecords()
-    val slots = taskSlots(spark)
-    if (parallelism > slots) throw ShareSourceErrors.realTimeTooFewSlots(parallelism, slots)
+    taskSlots(spark) match {
+      case Some(slots) if parallelism > slots => throw ShareSourceErrors.realTimeTooFewSlots(parallelism, slots)
+      case Some(_)                            =>
+      case None =>
+        logWarning(s"kafka-share: group '${options.groupId}': no executor has registered yet, so whether the application " +
+          s"has task slots for the $parallelism real-time read tasks cannot be checked")
+    }
   }
 
+  private val LocalN        = """local\[(\d+|\*)(?:,\d+)?\]""".r
+  private val LocalClusterN = """local-cluster\[\s*(\d+)\s*,\s*(\d+)\s*,.*\]""".r
+
   /**
-   * The tasks the application can run at once: the master's cores in local mode, else Spark's default
-   * parallelism (the executors' cores, unless spark.default.parallelism says otherwise), divided by the
-   * cores a task takes.
+   * The tasks the application can run at once, where it can be told: the master's cores in local and
+   * local-cluster mode, else the registered executors times spark.executor.cores (Spark's default
+   * parallelism without it), divided by the cores a task takes. Other queries of the application take
+   * slots too: each real-time query holds `kafka.share.parallelism` of them for as long as it runs.
    */
-  def taskSlots(spark: SparkSession): Int = {
+  def taskSlots(spark: SparkSession): Option[Int] = {
     val sc       = spark.sparkContext
     val taskCpus = math.max(1, sc.getConf.getInt("spark.task.cpus", 1))
-    val LocalN   = """local\[(\d+|\*)(?:,\d+)?\]""".r
     val cores = sc.master match {
-      case "local"     => 1
-      case LocalN("*") => Runtime.getRuntime.availableProcessors
-      case LocalN(n)   => n.toInt
-      case _           => sc.defaultParallelism
+      case "local"                     => Some(1)
+      case LocalN("*")                 => Some(Runtime.getRuntime.availableProcessors)
+      case LocalN(n)                   => Some(n.toInt)
+      case LocalClusterN(workers, per) => Some(workers.toInt * per.toInt)
+      case _ =>
+        val executors = sc.getExecutorMemoryStatus.size - 1 // the driver's block manager is listed too
+        if (executors <= 0) None
+        else Some(sc.getConf.getOption("spark.executor.cores").map(_.toInt * executors).getOrElse(sc.defaultParallelism))
     }
-    cores / taskCpus
+    cores.map(_ / taskCpus)
   }
 
   /**

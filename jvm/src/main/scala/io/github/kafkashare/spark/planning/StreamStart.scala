@@ -73,7 +73,12 @@ object StreamStart extends Logging {
   private lazy val realTimeStream: Option[java.lang.reflect.Constructor[_]] = {
     def load(name: String): Option[Class[_]] =
       try Some(Class.forName(name, true, getClass.getClassLoader))
-      catch { case _: ClassNotFoundException | _: NoClassDefFoundError => None }
+      catch {
+        case _: ClassNotFoundException => None
+        case e: LinkageError => // a Spark whose interfaces changed again: micro-batch still runs
+          logWarning(s"kafka-share: cannot load $name on this Spark; real-time mode is unavailable", e)
+          None
+      }
     // On Spark 4.0 the interface is missing and the subclass cannot load: the query runs micro-batches only.
     load(RealTimeInterface).flatMap(_ => load(RealTimeStream)).map(_.getConstructors.head)
   }

@@ -69,14 +69,18 @@ private[reader] final class PinnedPolls(
     current.hasNext
   }
 
-  private val realTime          = realTimeDeadline.nonEmpty
+  private val realTime = realTimeDeadline.nonEmpty
   // Real time: the last poll comes a little before Spark's end, so that its rows are emitted within the batch.
   private def lastPollBy: Long  = realTimeDeadline.fold(Long.MaxValue)(deadline => deadline() - RealTimeLastPollNanos)
   private def timeIsUp: Boolean = realTime && System.nanoTime >= lastPollBy
   private def remainingMs: Long = if (realTime) (lastPollBy - System.nanoTime) / 1000000L else Long.MaxValue
 
   /** The rows of the last pinned part not emitted yet (real time: Spark ended the task between two of them). */
-  def unemitted: Seq[(Record, Int)] = { val rest = current.toVector; current = Iterator.empty; rest }
+  def unemitted: Seq[(Record, Int)] = { val rest = current.toVector; current = rest.iterator; rest }
+
+  /** Whether this attempt wrote the task's part 0 (with records, or empty at its end): the task's records are its own. */
+  def wrotePart0: Boolean = ownsPart0
+  private var ownsPart0   = false
 
   /** How many records this attempt pinned and emitted or has still to emit. */
   def pinnedRecords: Long = emitted
@@ -119,6 +123,7 @@ private[reader] final class PinnedPolls(
       val (winner, ours)   = partition.log.writeIfAbsent(partition.batch, partition.task, entry, part)
       clock.pinNanos += System.nanoTime - pinStart
       pinned = ours
+      if (ours && part == 0) ownsPart0 = true
       AcknowledgementPlan.forPart(ours, partition.holdUntilCommit, kept.nonEmpty) match {
         case AcknowledgementPlan.ForPart.GiveBack        => partTakenByAnother(kept, winner, polledAt)
         case AcknowledgementPlan.ForPart.HoldUntilCommit => holdUntilCommit(ordered, polledAt)
@@ -137,7 +142,9 @@ private[reader] final class PinnedPolls(
       if (realTime) math.max(1L, math.min(RealTimePollTimeoutMs, remainingMs))
       else if (part == 0 && emitted == 0) partition.pollTimeoutMs
       else math.max(1L, math.min(LaterPollTimeoutMs, clock.budgetLeftMs))
-    val poll = consumer.poll(partition.topics, timeoutMs)
+    // Real time with a pattern that matches no topic yet: a poll returns at once, so wait as a poll would.
+    if (realTime && partition.topics.isEmpty) Thread.sleep(timeoutMs)
+    val poll = consumer.poll(partition.topics, timeoutMs, waitForJoin = !realTime)
     clock.polls += 1; clock.pollNanos += System.nanoTime - pollStart
     if (!poll.fromCarry) counters.add(Metrics.Acquired, poll.records.size)
     poll
@@ -241,7 +248,7 @@ private[reader] final class PinnedPolls(
     if (part == 0 && emitted == 0) {
       // The task ends with nothing: an empty part 0 makes every later attempt replay nothing. Losing
       // the race is harmless here: the caller's replay path reads the winner.
-      partition.log.writeIfAbsent(partition.batch, partition.task, AcquisitionEntry.empty)
+      if (partition.log.writeIfAbsent(partition.batch, partition.task, AcquisitionEntry.empty)._2) ownsPart0 = true
     }
     // Until it is back in the pool the consumer stays ours: if the commit fails, the caller's error
     // handling RELEASEs or ACCEPTs what it holds.

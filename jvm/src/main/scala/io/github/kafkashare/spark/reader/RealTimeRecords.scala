@@ -31,32 +31,29 @@ final class RealTimeRecords(partition: KafkaShareInputPartition) extends Logging
   private val totals                  = partition.totals.open()
   @volatile private var deadlineNanos = Long.MaxValue
 
-  private var replay: Option[ReplayFetcher] = None
-  private lazy val handedOver: Iterator[(Record, Int)] = {
-    val earlier = work.earlierRunTasks.flatMap(task => partition.log.sealTask(partition.batch, task))
-    val parts   = (if (work.carried.isEmpty) Nil else Seq(AcquisitionEntry(work.carried))) ++ earlier
-    if (parts.isEmpty) Iterator.empty
-    else {
-      val fetcher = new ReplayFetcher(parts, partition.consumerKey.params, partition.failOnDataLoss)
-      replay = Some(fetcher)
-      fetcher.map { record => counters.add(Metrics.Replayed, 1); record }
-    }
-  }
-  private lazy val polls                     = new PinnedPolls(partition, counters, () => ownPartsSealed(), Some(() => deadlineNanos))
-  private var pollsStarted                   = false
-  private var current: InternalRow           = _
-  private var ended: Option[RealTimeTaskEnd] = None
+  // Every fetcher opened (what was handed over, another attempt's parts): closed with the task.
+  private var fetchers = List.empty[ReplayFetcher]
+  // What is emitted before polling: None until the first row is asked for.
+  private var handedOver = Option.empty[Iterator[(Record, Int)]]
+  // Another attempt of this task pinned part 0 before (Spark retried the task): its parts are the task's,
+  // emitted from the log, and this attempt polls nothing (it can pin nothing under the sealed task).
+  private var retried = false
+  // This attempt emitted the task's parts another attempt pinned (when it found part 0 taken).
+  private var ownPartsReplayed     = false
+  private lazy val polls           = new PinnedPolls(partition, counters, () => ownPartsSealed(), Some(() => deadlineNanos))
+  private var pollsStarted         = false
+  private var current: InternalRow = _
+  private var rowsEmitted          = 0L
 
   /**
    * The next row, waiting up to `timeoutMs` for one; false when the time is up. Spark ends the task at the
    * first false.
    */
-  private var rowsEmitted = 0L
-
   def next(timeoutMs: Long): Boolean = {
     deadlineNanos = System.nanoTime + math.max(0L, timeoutMs) * 1000000L
+    val first = handedOver.getOrElse(startHandedOver())
     val source: Iterator[(Record, Int)] =
-      if (handedOver.hasNext) handedOver
+      if (first.hasNext || retried) first
       else { pollsStarted = true; polls }
     if (source.hasNext) {
       val (record, count) = source.next()
@@ -68,18 +65,25 @@ final class RealTimeRecords(partition: KafkaShareInputPartition) extends Logging
 
   def get: InternalRow = current
 
-  /** Where the task ended: what it pinned, and what it did not emit. Asked once, when Spark ends the task. */
-  def end: RealTimeTaskEnd = ended.getOrElse {
-    val left = handedOver.toVector ++ (if (pollsStarted) polls.unemitted else Nil)
-    val runs = AcquisitionEntry.of(left.map { case (r, count) => (r.topic, r.partition, r.offset, count) }).runs
-    val taskEnd = RealTimeTaskEnd(
-      partition.task,
-      pinned = (if (pollsStarted) polls.pinnedRecords else 0L) + counters(Metrics.Replayed),
-      unemitted = runs
-    )
-    ended = Some(taskEnd)
+  /**
+   * Where the task ended: what it pinned, and what it did not emit. Spark asks when it ends the task (Spark
+   * 4.1 to 4.3); asked earlier, the answer is the same as it would be then, and nothing is consumed.
+   */
+  def end: RealTimeTaskEnd = {
+    val left = handedOver match {
+      case Some(rows) =>
+        val rest = rows.toVector
+        handedOver = Some(rest.iterator)
+        rest.map(row => runOf(row)) ++ (if (pollsStarted) polls.unemitted.map(runOf) else Nil) ++ lostToAnotherAttempt
+      // Spark's time was up before this task asked for a row (a retry that started late): all of it is left.
+      case None =>
+        work.carried ++ (work.earlierRunTasks.map(partition.log.sealTask(partition.batch, _)) :+ ownParts).flatten.flatMap(_.runs)
+    }
+    val runs = AcquisitionEntry.of(left.flatMap(r => (r.first to r.last).map(o => (r.topic, r.partition, o, r.deliveryCount)))).runs
+    val taskEnd =
+      RealTimeTaskEnd(partition.task, pinned = (if (pollsStarted) polls.pinnedRecords else 0L) + counters(Metrics.Replayed), runs)
     logInfo(s"kafka-share: real-time batch ${partition.batch} task ${partition.task}: emitted $rowsEmitted row(s), " +
-      s"pinned ${taskEnd.pinned}, left ${left.size} unemitted for the next batch")
+      s"pinned ${taskEnd.pinned}, left ${runs.map(_.size).sum} unemitted for the next batch")
     taskEnd
   }
 
@@ -88,15 +92,37 @@ final class RealTimeRecords(partition: KafkaShareInputPartition) extends Logging
   def close(): Unit =
     try if (pollsStarted) polls.close()
     finally
-      try replay.foreach(_.close())
+      try fetchers.foreach(_.close())
       finally counters.addTo(totals)
 
+  private def runOf(row: (Record, Int)): AcquiredRun = AcquiredRun(row._1.topic, row._1.partition, row._1.offset, row._1.offset, row._2)
+
+  private def startHandedOver(): Iterator[(Record, Int)] = {
+    retried = partition.log.read(partition.batch, partition.task).isDefined
+    val earlier = work.earlierRunTasks.flatMap(task => partition.log.sealTask(partition.batch, task))
+    val own     = if (retried) ownParts else Nil
+    val parts   = (if (work.carried.isEmpty) Nil else Seq(AcquisitionEntry(work.carried))) ++ earlier ++ own
+    val rows    = if (parts.isEmpty) Iterator.empty else replayOf(parts)
+    handedOver = Some(rows)
+    rows
+  }
+
+  /** This task's parts in the log, sealed: no attempt can pin more under it. */
+  private def ownParts: Seq[AcquisitionEntry] = { ownPartsReplayed = true; partition.log.sealTask(partition.batch, partition.task) }
+
+  /**
+   * The polls ended without part 0 of their own, and without emitting another attempt's (the empty part 0 a
+   * quiet task writes at its end lost to an attempt that pinned records): those are left to the next batch.
+   */
+  private def lostToAnotherAttempt: Seq[AcquiredRun] =
+    if (!pollsStarted || ownPartsReplayed || polls.wrotePart0) Nil else ownParts.flatMap(_.runs)
+
   /** Another attempt of this very task pinned its part 0 first (Spark retried it): its parts are the task's. */
-  private def ownPartsSealed(): Iterator[(Record, Int)] = {
-    val fetcher =
-      new ReplayFetcher(partition.log.sealTask(partition.batch, partition.task), partition.consumerKey.params, partition.failOnDataLoss)
-    replay.foreach(_.close())
-    replay = Some(fetcher)
+  private def ownPartsSealed(): Iterator[(Record, Int)] = replayOf(ownParts)
+
+  private def replayOf(parts: Seq[AcquisitionEntry]): Iterator[(Record, Int)] = {
+    val fetcher = new ReplayFetcher(parts, partition.consumerKey.params, partition.failOnDataLoss)
+    fetchers ::= fetcher
     fetcher.map { record => counters.add(Metrics.Replayed, 1); record }
   }
 }
