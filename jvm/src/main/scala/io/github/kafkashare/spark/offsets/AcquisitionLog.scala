@@ -92,6 +92,9 @@ final class AcquisitionLog(checkpointDir: String, hadoopConf: SerializableHadoop
   def partsOf(batch: Long, ofTask: Int => Boolean = _ => true): Seq[AcquisitionEntry] =
     partNames(batch).filter(n => ofTask(n._1)).flatMap { case (t, p) => read(batch, t, p) }.filter(_.runs.nonEmpty)
 
+  /** Whether any task of `batch` wrote a part (one look-up, not a listing). */
+  def hasBatch(batch: Long): Boolean = store.exists(new Path(root, batch.toString))
+
   /** (task, part) of every part of `batch` written so far, in order. */
   def partNames(batch: Long): Seq[(Int, Int)] =
     store.list(new Path(root, batch.toString)).flatMap(AcquisitionLog.taskAndPart).sorted

@@ -184,7 +184,9 @@ class KafkaShareMicroBatchStream(
    * can go past the parallelism, and each must be replayed by a task of the batch, and counted pinned after it.
    */
   private def tasksOf(batch: Long): Int = {
-    val leftover = if (firstPlan) acquisitions.partNames(batch).map(_._1).maxOption.fold(0)(_ + 1) else 0
+    // One look-up first: the folder of a batch about to be planned exists only after such a run.
+    val leftover =
+      if (firstPlan && acquisitions.hasBatch(batch)) acquisitions.partNames(batch).map(_._1).maxOption.fold(0)(_ + 1) else 0
     firstPlan = false
     math.max(settings.parallelism, leftover)
   }

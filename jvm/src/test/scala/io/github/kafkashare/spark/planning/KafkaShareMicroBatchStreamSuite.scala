@@ -139,4 +139,32 @@ class KafkaShareMicroBatchStreamSuite extends AnyFunSuite with BeforeAndAfterAll
     assert(after.pinned.byPartition.get(("orders", 0)).forall(_.isEmpty), "the old pins name none of the new topic's records")
     assert(after.topicIds == Map("orders" -> "id-2"))
   }
+
+  test("after a real-time run of a batch that did not commit, the micro-batch taking its id replays all its log tasks") {
+    val f = fixture()
+    // A real-time run of batch 0 with parallelism 3 (log tasks 0 to 2) stopped before it committed.
+    (0 until 3).foreach(task => f.log.writeIfAbsent(0, task, AcquisitionEntry.of(Seq(("orders", 0, task.toLong, 1)))))
+    val first = next(f, ShareSourceOffset.initial)
+    assert(first.batch == 0 && first.tasks == 3, "a task for each log task of the batch, past the parallelism of 2")
+    assert(f.stream.planInputPartitions(ShareSourceOffset.initial, first).map(_.asInstanceOf[KafkaShareInputPartition].task).toSeq == Seq(
+      0,
+      1,
+      2
+    ))
+    (0 until 3).foreach(task => f.log.sealTask(0, task))
+    val second = next(f, first)
+    assert(second.tasks == 2, "later batches have the parallelism")
+    assert(second.pinned.byPartition(("orders", 0)).contains(2), "the log task past the parallelism is pinned after the batch")
+  }
+
+  test("a micro-batch after a real-time batch emits first what that batch pinned and did not emit") {
+    val f    = fixture()
+    val left = Seq(AcquiredRun("orders", 0, 40, 44, 1), AcquiredRun("orders", 0, 50, 50, 2), AcquiredRun("orders", 0, 60, 61, 1))
+    val realEnd =
+      ShareSourceOffset(3, 2, TopicPartitionRanges.empty, "cluster-1", "orders-group", Map("orders" -> "id-1"), unemitted = left)
+    val after = next(f, realEnd)
+    val tasks = f.stream.planInputPartitions(realEnd, after).map(_.asInstanceOf[KafkaShareInputPartition])
+    assert(tasks.flatMap(_.handedOver.carried).sortBy(_.first).toSeq == left, "every unemitted run, once, spread over the tasks")
+    assert(tasks.forall(_.handedOver.earlierRunTasks.isEmpty))
+  }
 }
