@@ -66,8 +66,9 @@ final class RealTimeRecords(partition: KafkaShareInputPartition) extends Logging
   def get: InternalRow = current
 
   /**
-   * Where the task ended: what it pinned, and what it did not emit. Spark asks when it ends the task (Spark
-   * 4.1 to 4.3); asked earlier, the answer is the same as it would be then, and nothing is consumed.
+   * Where the task ended: what it pinned, and what it did not emit. Spark asks once, when it ends the task
+   * (Spark 4.1 to 4.3), also without asking for another row first. The rows not emitted stay readable, but the
+   * task is sealed when it has no part of its own: this is for the task's end, not for a look in between.
    */
   def end: RealTimeTaskEnd = {
     val left = handedOver match {
