@@ -54,14 +54,14 @@ def test_configure_after_a_session_started_without_the_jar_says_what_to_do() -> 
 
 
 def test_real_time_trigger_names_the_spark_it_needs() -> None:
-    """On pyspark 4.1+ the trigger keywords; on an older one (make test-compat) an error naming Spark 4.1."""
+    """Where pyspark's trigger() has realTime (4.2+), its keywords; on an older one (make test-compat's 4.0),
+    an error naming the pyspark needed."""
     import pyspark
 
     major, minor = (int(p) for p in pyspark.__version__.split(".")[:2])
-    if (major, minor) >= (4, 1):
+    if (major, minor) >= (4, 2):
         assert spark_kafka_share.real_time("7 seconds") == {"realTime": "7 seconds"}
     else:
-        with pytest.raises(
-            spark_kafka_share.RealTimeNeedsSparkError, match=r"REAL_TIME_NEEDS_SPARK_4_1.*needs Spark 4.1 or newer"
-        ):
+        needs = r"REAL_TIME_NEEDS_NEWER_SPARK.*needs pyspark 4.2 or newer"
+        with pytest.raises(spark_kafka_share.RealTimeNeedsSparkError, match=needs):
             spark_kafka_share.real_time("7 seconds")
