@@ -46,7 +46,7 @@ timed-%:
 		exit $$status
 
 test-jvm:
-	$(SBT) fetchScalafmt connector/test connector/assembly connector/publish harness/exportHarnessClasspath harness/fetchBenchTools harness/fetchS3Jars integration/test
+	$(SBT) fetchScalafmt connector/test connector/assembly connector/publish harness/exportHarnessClasspath harness/fetchBenchTools harness/fetchS3Jars integration/test realTimeIntegration/test
 	@touch $(MAVEN_REPO)
 
 # Two workers, one per core: the Spark and broker JVMs of one test keep a core busy (docs/testing.md).
@@ -149,7 +149,7 @@ typecheck: $(VENV)/installed-wheel $(VENV)/installed-tools
 
 # Lint and format: ruff over the Python code (ruff.toml), scalafmt over the Scala code and the build
 # (.scalafmt.conf). `make format` rewrites what `make lint` would refuse.
-SCALA_FORMATTED := jvm/src jvm/realtime/src tests/harness/src tests/integration/src build.sbt project/plugins.sbt
+SCALA_FORMATTED := jvm/src jvm/realtime/src tests/harness/src tests/integration/src tests/realtime-integration/src build.sbt project/plugins.sbt
 SCALAFMT_CP     := target/scalafmt.classpath
 SCALAFMT        := java -cp "$$(cat $(SCALAFMT_CP))" org.scalafmt.cli.Cli --config .scalafmt.conf
 

@@ -320,13 +320,37 @@ lazy val integration = project
     Test / test               := (Test / test).dependsOn(harness / fetchBrokers, harness / fetchSparkKafkaClients).value
   )
 
+// The real-time cells (docs/real-time-mode.md) in a test JVM of their own, on the oldest Spark line with real-time
+// mode (spark.realtime): the stream suites' broker and helpers, the connector with its real-time classes.
+lazy val realTimeIntegration = project
+  .in(file("tests/realtime-integration"))
+  .dependsOn(harness, realTime, integration % "test->test")
+  .settings(
+    name           := "kafka-share-real-time-tests",
+    publish / skip := true,
+    libraryDependencies ++= Seq(
+      "org.scalatest"    %% "scalatest" % pin("scalatest")      % Test,
+      "org.apache.spark" %% "spark-sql" % pin("spark.realtime") % Test
+    ),
+    excludeDependencies += ExclusionRule("org.slf4j", "slf4j-simple"),
+    Test / fork := true,
+    Test / javaOptions ++= sparkJavaOptions ++ Seq(
+      "-Xmx3g",
+      s"-Dkafkashare.root=${(LocalRootProject / baseDirectory).value}",
+      s"-Dkafkashare.broker.versions=${brokerVersions.mkString(",")}",
+      s"-Dkafkashare.spark.realtime=${pin("spark.realtime")}"
+    ),
+    Test / testOptions += Tests.Argument(TestFrameworks.ScalaTest, "-oD"),
+    Test / test := (Test / test).dependsOn(harness / fetchBrokers).value
+  )
+
 val fetchScalafmt = taskKey[File](
   "Resolves scalafmt's command line (the version pinned as scalafmt) and writes target/scalafmt.classpath"
 )
 
 lazy val root = project
   .in(file("."))
-  .aggregate(connector, harness, integration)
+  .aggregate(connector, realTime, harness, integration, realTimeIntegration)
   .settings(
     publish / skip := true,
     // The formatter runs as its own command line (`make lint`, `make format`): no sbt plugin, so that

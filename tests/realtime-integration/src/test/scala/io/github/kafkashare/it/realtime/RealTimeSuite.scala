@@ -1,0 +1,192 @@
+package io.github.kafkashare.it.realtime
+
+import java.util.UUID
+import java.util.concurrent.ConcurrentHashMap
+
+import scala.concurrent.duration._
+
+import io.github.kafkashare.it.stream.{SharedBrokers, TestDirs}
+import io.github.kafkashare.testkit.{KafkaBroker, KafkaTestOps}
+import org.apache.spark.TaskContext
+import org.apache.spark.sql.SparkSession
+import org.apache.spark.sql.functions.{col, lit, udf}
+import org.apache.spark.sql.streaming.{StreamingQuery, Trigger}
+import org.scalatest.funsuite.AnyFunSuite
+
+/** This JVM's Spark: the oldest line with real-time mode (spark.realtime in versions.properties). */
+object RealTimeSpark {
+  lazy val session: SparkSession = SparkSession
+    .builder()
+    .appName("kafka-share real-time suites")
+    // Three real-time queries of two long-running read tasks each; 4 attempts per task, as on a cluster.
+    .master("local[6,4]")
+    .config("spark.ui.enabled", "false")
+    .config("spark.sql.shuffle.partitions", "2")
+    // Batches of 2 s (Spark's floor is 5 s): more batch ends, where real time carries and re-runs, per test.
+    .config("spark.sql.streaming.realTimeMode.minBatchDuration", "1000")
+    .getOrCreate()
+}
+
+/**
+ * The delivery contract in Spark's real-time mode (docs/real-time-mode.md), in the test JVM: one query per
+ * strategy that real time offers (`none`, `idempotent`, `checkpoint-dedup`), side by side on one topic, each
+ * in its own group, writing through a foreach sink that keeps every row (RowLog). Records are produced while
+ * the queries run; a failure strikes in the middle of a batch; every record must land, and with
+ * checkpoint-dedup none in two batches. A driver SIGKILLed inside a batch is tests/python/test_real_time.py.
+ */
+class RealTimeSuite extends AnyFunSuite {
+
+  private val strategies = Seq("none", "idempotent", "checkpoint-dedup")
+  private def spark      = RealTimeSpark.session
+
+  /** A query of the test: its strategy, group, sink (the RowLog's name) and checkpoint. */
+  private final class Cell(val strategy: String, val topic: String) {
+    val group                 = s"rt-$strategy-${UUID.randomUUID().toString.take(8)}"
+    val sink                  = s"$topic/$strategy"
+    val checkpoint            = TestDirs.create("rt-checkpoint-").toString
+    var query: StreamingQuery = _
+  }
+
+  private def cells(broker: KafkaBroker, topic: String): Seq[Cell] = strategies.map { strategy =>
+    val cell = new Cell(strategy, topic)
+    new KafkaTestOps(broker.bootstrapServers).setGroupConfig(
+      cell.group,
+      Map("share.record.lock.duration.ms" -> "15000", "share.heartbeat.interval.ms" -> "1000")
+    )
+    cell
+  }
+
+  /** Starts (or starts again, on its checkpoint) the cell's real-time query. */
+  private def start(cell: Cell, broker: KafkaBroker): Unit = {
+    val rows = spark.readStream
+      .format("kafka-share")
+      .option("kafka.bootstrap.servers", broker.bootstrapServers)
+      .option("kafka.share.group.id", cell.group)
+      .option("subscribe", cell.topic)
+      .option("startingOffsets", "earliest")
+      .option("kafka.share.exactly.once.strategy", cell.strategy)
+      .option("kafka.share.parallelism", "2")
+      .load()
+      .select(FailOnce.column(col("key").cast("string"), lit(cell.sink)).as("k"), col("deliveryCount"))
+    cell.query = rows.writeStream
+      .outputMode("update")
+      .option("checkpointLocation", cell.checkpoint)
+      .foreach(RowLog.writer(cell.sink))
+      .trigger(Trigger.RealTime("2 seconds"))
+      .start()
+  }
+
+  private def batchesStarted(cell: Cell): Long = Option(cell.query.lastProgress).map(_.batchId + 1).getOrElse(0L)
+
+  private def eventually(within: FiniteDuration, what: => String)(condition: => Boolean): Unit = {
+    val deadline = within.fromNow
+    while (!condition) {
+      if (deadline.isOverdue()) fail(s"not within $within: $what")
+      Thread.sleep(100)
+    }
+  }
+
+  /** Runs `failure` while records are produced, then checks that every record landed in every cell. */
+  private def cellsSurvive(broker: => KafkaBroker, records: Int)(failure: Seq[Cell] => Unit): Seq[(Cell, Landed)] = {
+    val topic = s"rt-orders-${UUID.randomUUID().toString.take(8)}"
+    new KafkaTestOps(broker.bootstrapServers).createTopic(topic, 2)
+    val all = cells(broker, topic)
+    try {
+      all.foreach(start(_, broker))
+      val upstream = new Thread(() => new KafkaTestOps(broker.bootstrapServers).produceAtRate(topic, records / 12, 12))
+      upstream.start()
+      failure(all)
+      upstream.join()
+      // Until every record is in what the sink keeps: rows count once the attempt that wrote them ended well.
+      def kept(c: Cell) = RowLog.keptRows(c.sink).map(_.key).distinct.size
+      eventually(120.seconds, s"every record in every sink: ${all.map(c => s"${c.strategy} ${kept(c)}").mkString(", ")}") {
+        all.foreach(c => c.query.exception.foreach(e => throw e))
+        all.forall(c => kept(c) >= records)
+      }
+      all.map { c =>
+        val landed = Landed.of(c.sink, records)
+        info(s"${c.strategy}: $landed (Spark ${spark.version}, Kafka ${broker.version})")
+        c -> landed
+      }
+    } finally all.foreach(c => Option(c.query).foreach(_.stop()))
+  }
+
+  private def assertDelivered(results: Seq[(Cell, Landed)]): Unit = results.foreach { case (cell, landed) =>
+    assert(landed.lost == 0 && landed.landed == landed.produced, s"${cell.strategy}: $landed")
+    if (cell.strategy == "checkpoint-dedup") assert(landed.doubled == 0, s"${cell.strategy}: $landed")
+  }
+
+  test("runs on the Spark of spark.realtime, the oldest line with real-time mode") {
+    assert(spark.version == sys.props("kafkashare.spark.realtime"))
+  }
+
+  test("a read task fails midway and Spark retries it, then the queries stop inside a batch and start again (floor broker)") {
+    val floor = SharedBrokers.of(SharedBrokers.versions.head)
+    val results = cellsSurvive(floor, records = 2400) { all =>
+      // Read task 0 of batch 2 (both read tasks have joined the group by then) throws after its 20th row, once
+      // per query.
+      all.foreach(c => FailOnce.arm(c.sink, batch = FailOnce.Batch, afterRows = 20))
+      eventually(60.seconds, "the injected failure in every query")(all.forall(c => FailOnce.struck(c.sink)))
+      eventually(60.seconds, "batch 3 of every query running")(all.forall(batchesStarted(_) >= 3))
+      Thread.sleep(700) // inside batch 3
+      all.foreach(_.query.stop())
+      all.foreach(start(_, floor))
+    }
+    assertDelivered(results)
+    results.foreach { case (cell, _) =>
+      val ofTask = RowLog.rows(cell.sink).filter(r => r.epoch == FailOnce.Batch && r.partition == FailOnce.Task)
+      val failed = ofTask.filter(_.attempt == 0).map(_.key)
+      val retry  = ofTask.filter(_.attempt == 1).map(_.key)
+      assert(failed.nonEmpty && failed.size <= 20, s"${cell.strategy}: the failed attempt emitted ${failed.size} rows")
+      // A retry that starts before Spark's end of the batch emits what the failed attempt had pinned first, in the
+      // same order, so that a sink that keeps one attempt per task and batch gets the same rows. A retry that
+      // starts after it emits nothing, and the next batch emits those records (lost 0 above checks that).
+      if (retry.nonEmpty) assert(retry.take(failed.size) == failed, s"${cell.strategy}: the retry emitted ${retry.take(25)} after $failed")
+      info(s"${cell.strategy}: the failed attempt emitted ${failed.size} row(s), its retry in the same batch ${retry.size}")
+    }
+  }
+
+  test("the broker is killed inside a real-time batch and started again (newest broker)") {
+    val version = SharedBrokers.versions.last
+    val results = cellsSurvive(SharedBrokers.of(version), records = 2400) { all =>
+      eventually(60.seconds, "batch 2 of every query running, with rows")(
+        all.forall(c => batchesStarted(c) >= 2 && RowLog.distinctKeys(c.sink) > 0)
+      )
+      Thread.sleep(500)
+      SharedBrokers.of(version).kill()
+      Thread.sleep(3000)
+      SharedBrokers.of(version) // starts it again: same data, same port
+    }
+    assertDelivered(results)
+  }
+}
+
+/**
+ * Fails read task `Task` of batch `batch` once, at its row `afterRows` + 1, in the query whose sink is named
+ * (a UDF in the reading stage: tasks run in this JVM, so the test arms it and reads whether it struck).
+ */
+object FailOnce {
+  val Task  = 0
+  val Batch = 2L
+  private final case class Armed(batch: Long, afterRows: Int)
+  private val armed  = new ConcurrentHashMap[String, Armed]()
+  private val seen   = new ConcurrentHashMap[String, Integer]()
+  private val struck = ConcurrentHashMap.newKeySet[String]()
+
+  def arm(name: String, batch: Long, afterRows: Int): Unit = armed.put(name, Armed(batch, afterRows))
+  def struck(name: String): Boolean                        = struck.contains(name)
+
+  val column = udf { (key: String, name: String) =>
+    val task = TaskContext.get()
+    Option(armed.get(name)).foreach { at =>
+      val batch = Option(task.getLocalProperty("streaming.sql.batchId")).map(_.toLong)
+      if (batch.contains(at.batch) && task.partitionId() == Task && task.attemptNumber() == 0 && !struck.contains(name)) {
+        if (seen.merge(name, 1, (a, b) => a + b) > at.afterRows) {
+          struck.add(name)
+          throw new RuntimeException(s"injected: read task $Task of batch ${at.batch} fails midway")
+        }
+      }
+    }
+    key
+  }
+}
