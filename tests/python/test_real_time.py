@@ -3,7 +3,10 @@
 The query writes through a foreach writer that keeps every row it is given (spark_apps/real_time_stream.py):
 a record that came twice in one epoch is a batch Spark ran again after a crash (real time does not replay a
 batch, it runs it anew, and the source emits what the earlier run pinned first); a record in two epochs is
-the source emitting it twice, which checkpoint-dedup must never do.
+the source emitting it twice, which checkpoint-dedup must never do. From Spark 4.3, real time keeps state:
+a dropDuplicates and an aggregation run beside the stateless queries, through the same crash.
+The task failure, the stop inside a batch and the broker restart run in the test JVM on Spark 4.1
+(tests/realtime-integration/.../RealTimeSuite.scala).
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pyspark
 import pytest
 
 from harness import Broker, broker_versions, harness
@@ -46,11 +50,40 @@ def counts(rows: list[dict[str, Any]], produced: int) -> dict[str, int]:
 
 
 STRATEGIES = ["none", "checkpoint-dedup"]
+# Real time keeps state from Spark 4.3 on (aggregations, dropDuplicates); both need exactly-once input.
+STATEFUL = tuple(int(p) for p in pyspark.__version__.split(".")[:2]) >= (4, 3)
+STATEFUL_SHAPES = ["dedup", "count"] if STATEFUL else []
+GROUPS_OF_COUNT = 10  # the count query's groups: key % 10
+
+
+def stateful_counts(shape: str, rows: list[dict[str, Any]], keys: int) -> dict[str, Any]:
+    """dedup: every key once, in one epoch; count: each group's final count is the records of its keys (each
+    key was produced twice), neither more (a record counted twice) nor less."""
+    if shape == "dedup":
+        epochs: dict[str, set[int]] = collections.defaultdict(set)
+        for r in rows:
+            epochs[r["k"]].add(r["epoch"])
+        lost = sum(1 for k in range(keys) if str(k) not in epochs)
+        return {
+            "keys": keys,
+            "landed": len(epochs),
+            "lost": lost,
+            "in_two_batches": sum(1 for e in epochs.values() if len(e) > 1),
+        }
+    final: dict[int, int] = collections.defaultdict(int)
+    for r in rows:
+        final[r["g"]] = max(final[r["g"]], r["count"])
+    expected = collections.Counter(k % GROUPS_OF_COUNT for k in range(keys))
+    return {"expected": {g: 2 * n for g, n in sorted(expected.items())}, "final": dict(sorted(final.items()))}
+
+
+# Two read tasks a query, and a stateful query's two shuffle partitions as long-running tasks too.
+SLOTS = 4 + 4 * len(STATEFUL_SHAPES)
 REFUSED = [  # option set, the condition it must fail with, and a word of its message
     ({"kafka.share.exactly.once.strategy": "two-phase-commit"}, "REAL_TIME_HOLDS_RECORDS", "two-phase-commit"),
     ({"kafka.share.acknowledgment.mode": "explicit"}, "REAL_TIME_HOLDS_RECORDS", "kafka.share.acknowledgment.mode"),
     ({"maxRecordsPerTrigger": "100"}, "REAL_TIME_MAX_RECORDS", "maxRecordsPerTrigger"),
-    ({"kafka.share.parallelism": "5"}, "REAL_TIME_TOO_FEW_SLOTS", "runs 4 task(s) at once"),
+    ({"kafka.share.parallelism": str(SLOTS + 1)}, "REAL_TIME_TOO_FEW_SLOTS", f"runs {SLOTS} task(s) at once"),
 ]
 
 
@@ -59,32 +92,60 @@ def test_real_time_loses_nothing_across_a_driver_kill_and_refuses_what_it_cannot
 ) -> None:
     """One application, a real-time query per strategy side by side (a group each, one topic), records
     produced while they run; the driver SIGKILLed at a seeded moment inside a real-time batch, then started
-    again on the checkpoints: every record lands, and with checkpoint-dedup none in two batches. Before the
-    queries start, the run that is killed starts one with each option set real time cannot hold: each
-    fails at start with its catalogued error."""
-    topic = fresh_name("rt-crash")
-    broker.create_topic(topic, partitions=2)
+    again on the checkpoints: every record lands, and with checkpoint-dedup none in two batches. On Spark
+    4.3, two stateful checkpoint-dedup queries of a second topic, where every key comes twice, go through the
+    same crash: dropDuplicates writes every key once, and a count per key % 10 ends at the records produced.
+    Before the queries start, the run that is killed starts one with each option set real time cannot hold:
+    each fails at start with its catalogued error."""
+    topic, keyed_twice = fresh_name("rt-crash"), fresh_name("rt-twice")
+    for t in (topic, keyed_twice):
+        broker.create_topic(t, partitions=2)
     queries = []
-    for strategy in STRATEGIES:
-        group = fresh_name(f"rt-{strategy}")
+    for name, strategy, shape in [(s, s, "rows") for s in STRATEGIES] + [(s, "checkpoint-dedup", s) for s in STATEFUL_SHAPES]:
+        group = fresh_name(f"rt-{name}")
         broker.group_config(group, {"share.record.lock.duration.ms": str(LOCK_MS), "share.auto.offset.reset": "earliest"})
-        work = tmp_path / strategy
-        queries.append({"group": group, "strategy": strategy, "checkpoint": str(work / "checkpoint"), "sink": str(work / "sink")})
+        work = tmp_path / name
+        queries.append(
+            {
+                "group": group,
+                "strategy": strategy,
+                "shape": shape,
+                "topic": topic if shape == "rows" else keyed_twice,
+                "checkpoint": str(work / "checkpoint"),
+                "sink": str(work / "sink"),
+            }
+        )
     kill_after = round(random.Random(20261128).uniform(0.5, 4.5), 2)
     rate, seconds = 100, 30
     config = {
         "bootstrap": broker.bootstrap,
         "topic": topic,
         "queries": queries,
-        "master": "local[4]",  # two queries of two read tasks each
+        "master": f"local[{SLOTS}]",
         "parallelism": 2,
         "expected": rate * seconds,
+        "expected_keys": rate * seconds // 2,
         "timeout_s": 150,
     }
     pid_file, checks_file = tmp_path / "driver.pid", tmp_path / "checks.json"
-    upstream = threading.Thread(
-        target=harness, args=("produce-rate", broker.bootstrap, topic, str(rate), str(seconds)), kwargs={"timeout": 300}
-    )
+
+    def produce() -> None:
+        both = [
+            threading.Thread(
+                target=harness, args=("produce-rate", broker.bootstrap, topic, str(rate), str(seconds)), kwargs={"timeout": 300}
+            ),
+            threading.Thread(target=keyed_twice_upstream),
+        ]
+        for t in both:
+            t.start()
+        for t in both:
+            t.join()
+
+    def keyed_twice_upstream() -> None:
+        for _ in range(2):  # keys 0 until rate * seconds / 2, twice: the second time 15 s after the first
+            harness("produce-rate", broker.bootstrap, keyed_twice, str(rate), str(seconds // 2), timeout=300)
+
+    upstream = threading.Thread(target=produce)
     crashing = {
         **config,
         "kill_after_commit_s": kill_after,
@@ -101,7 +162,7 @@ def test_real_time_loses_nothing_across_a_driver_kill_and_refuses_what_it_cannot
     upstream.start()
     try:
         finish(first, killed=True)
-        killed_rows = {q["strategy"]: len(sink_rows(Path(q["sink"]))) for q in queries}
+        killed_rows = {q["sink"]: len(sink_rows(Path(q["sink"]))) for q in queries}
         result = run_spark("real_time_stream.py", json.dumps(config), timeout=240)
     finally:
         if upstream.ident is not None:  # started
@@ -112,13 +173,27 @@ def test_real_time_loses_nothing_across_a_driver_kill_and_refuses_what_it_cannot
         assert named in check["error"], (options, check)
     problems = []
     for q in queries:
+        if q["shape"] != "rows":
+            error = result["queries"][q["group"]]["error"]
+            got_state = stateful_counts(q["shape"], sink_rows(Path(q["sink"])), rate * seconds // 2)
+            record_delivery_counts(
+                f"real time, driver killed {kill_after} s into a batch, {q['shape']} (checkpoint-dedup): {got_state} "
+                f"({killed_rows[q['sink']]} rows before the kill)"
+            )
+            if error is not None:
+                problems.append(f"{q['shape']}: the query failed: {error}")
+            if q["shape"] == "dedup" and (got_state["lost"] or got_state["in_two_batches"]):
+                problems.append(f"dedup: {got_state}")
+            if q["shape"] == "count" and got_state["final"] != got_state["expected"]:
+                problems.append(f"count: {got_state}")
+            continue
         strategy = q["strategy"]
         error = result["queries"][q["group"]]["error"]
         got = counts(sink_rows(Path(q["sink"])), rate * seconds)
         record_delivery_counts(
             f"real time, driver killed {kill_after} s into a batch, {strategy}: produced {got['produced']} landed "
             f"{got['landed']} lost {got['lost']} in two batches {got['in_two_batches']} again in a re-run "
-            f"{got['again_in_a_rerun']} ({killed_rows[strategy]} rows before the kill)"
+            f"{got['again_in_a_rerun']} ({killed_rows[q['sink']]} rows before the kill)"
         )
         if error is not None:
             problems.append(f"{strategy}: the query failed: {error}")

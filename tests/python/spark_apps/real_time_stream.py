@@ -3,13 +3,19 @@
 Usage: real_time_stream.py '<json config>'. Prints one JSON line at the end.
 Config keys: bootstrap, topic, master, parallelism, trigger_s (the real-time trigger's duration, 5 s at
 least), expected (a query stops once its sink holds that many distinct keys), timeout_s (every query stops
-then at the latest), options (extra source options), queries (a list of {group, strategy, checkpoint, sink}:
-one real-time query each, side by side in this application; each needs `parallelism` task slots of the
-master's), checks (a list of option sets, each laid over the options: a query is started with each, in turn,
-before the queries, and the error it fails with is written to checks_file), pid_file (receives
-{"pid": the driver JVM} at start), kill_after_commit_s (SIGKILL the driver, JVM and this process, that many
-seconds after the second batch of this run of every query committed: a crash at a moment inside a
-real-time batch; the first batch of a query emits little while Python's foreach worker starts).
+then at the latest), options (extra source options), queries (a list of {group, strategy, checkpoint, sink,
+shape, topic}: one real-time query each, side by side in this application; each needs `parallelism` task
+slots of the master's, and a stateful one as many again as spark.sql.shuffle.partitions), checks (a list of
+option sets, each laid over the options: a query is started with each, in turn, before the queries, and the
+error it fails with is written to checks_file), pid_file (receives {"pid": the driver JVM} at start),
+kill_after_commit_s (SIGKILL the driver, JVM and this process, that many seconds after the second batch of
+this run of every query committed: a crash at a moment inside a real-time batch; the first batch of a query
+emits little while Python's foreach worker starts).
+
+A query's shape (Spark 4.3 has real-time state): "rows" (the default) writes every record's key; "dedup"
+writes dropDuplicates on the key (a record once per key: it stops at `expected_keys` distinct keys);
+"count" writes groupBy(key % 10).count() in update mode, the group g and its count (it stops once the
+counts add up to `expected`).
 
 The sink is a foreach writer (real time allows foreach, console, memory and Kafka sinks, not
 foreachBatch): each task appends its rows, one line each, to <sink>/<epoch>-<partition>-<uuid>.jsonl,
@@ -64,7 +70,7 @@ class AppendEveryRow:
         return True
 
     def process(self, row: Any) -> None:
-        line = {"k": row.k, "epoch": self.epoch, "count": row.deliveryCount, "at": time.time()}
+        line = {**row.asDict(), "epoch": self.epoch, "at": time.time()}
         self.file.write(json.dumps(line) + "\n")
         self.file.flush()
 
@@ -76,19 +82,23 @@ def start(query: dict[str, str], extra: dict[str, str]) -> StreamingQuery:
     options = {
         "kafka.bootstrap.servers": config["bootstrap"],
         "kafka.share.group.id": query["group"],
-        "subscribe": config["topic"],
+        "subscribe": query.get("topic", config["topic"]),
         "kafka.share.exactly.once.strategy": query.get("strategy", "checkpoint-dedup"),
         "kafka.share.parallelism": str(config.get("parallelism", 2)),
         "startingOffsets": "earliest",
         **config.get("options", {}),
         **extra,
     }
+    records = spark.readStream.format("kafka-share").options(**options).load()
+    shape = query.get("shape", "rows")
+    if shape == "count":
+        rows = records.selectExpr("CAST(CAST(key AS STRING) AS INT) % 10 AS g").groupBy("g").count()
+    else:
+        rows = records.selectExpr("CAST(key AS STRING) AS k", "deliveryCount")
+        if shape == "dedup":
+            rows = rows.dropDuplicates(["k"])
     return (
-        spark.readStream.format("kafka-share")
-        .options(**options)
-        .load()
-        .selectExpr("CAST(key AS STRING) AS k", "deliveryCount")
-        .writeStream.outputMode("update")
+        rows.writeStream.outputMode("update")
         .option("checkpointLocation", query["checkpoint"])
         .foreach(AppendEveryRow(query["sink"]))
         .trigger(**spark_kafka_share.real_time(f"{config.get('trigger_s', 5)} seconds"))
@@ -116,12 +126,24 @@ def check(extra: dict[str, str], n: int) -> dict[str, Any]:
     return {"condition": condition, "error": text[ours.start() if ours else 0 :][:1500]}
 
 
-def distinct_keys(sink: str) -> int:
-    keys: set[str] = set()
+def sink_lines(sink: str) -> list[dict[str, Any]]:
+    lines: list[dict[str, Any]] = []
     for name in os.listdir(sink) if os.path.isdir(sink) else []:
         with open(os.path.join(sink, name), encoding="utf-8") as f:
-            keys.update(json.loads(line)["k"] for line in f if line.endswith("\n"))
-    return len(keys)
+            lines.extend(json.loads(line) for line in f if line.endswith("\n"))
+    return lines
+
+
+def complete(query: dict[str, str]) -> bool:
+    """The query's sink holds what was expected: every key, or (count) the counts of every record."""
+    lines = sink_lines(query["sink"])
+    if query.get("shape") == "count":
+        counts: dict[int, int] = {}
+        for line in lines:
+            counts[line["g"]] = max(counts.get(line["g"], 0), line["count"])
+        return sum(counts.values()) >= int(config.get("expected", 1 << 62))
+    expected = int(config.get("expected_keys" if query.get("shape") == "dedup" else "expected", 1 << 62))
+    return len({line["k"] for line in lines}) >= expected
 
 
 if config.get("checks"):
@@ -148,7 +170,7 @@ if "kill_after_commit_s" in config:
 results = {}
 while running and time.time() - started < config.get("timeout_s", 120):
     for q, query in list(running):
-        if not query.isActive or distinct_keys(q["sink"]) >= config.get("expected", 1 << 62):
+        if not query.isActive or complete(q):
             error = query.exception()
             query.stop()
             results[q["group"]] = {"error": str(error)[:2000] if error else None, "batches": len(query.recentProgress)}
