@@ -1,9 +1,11 @@
 """Spark's real-time mode (Spark 4.1+, `trigger(realTime=...)`), on the newest pyspark and broker.
 
-The query writes through a foreach writer that keeps every row it is given (spark_apps/real_time_stream.py):
-a record that came twice in one epoch is a batch Spark ran again after a crash (real time does not replay a
-batch, it runs it anew, and the source emits what the earlier run pinned first); a record in two epochs is
-the source emitting it twice, which checkpoint-dedup must never do. From Spark 4.3, real time keeps state:
+The query writes through a foreach writer that keeps every row it is given, a file per task attempt, marked
+when the attempt ends well (spark_apps/real_time_stream.py). The counts are of what a sink that keeps one
+attempt per batch and task holds (spark_apps/attempt_files.py): the last attempt at each that ended well. A
+killed attempt's rows, and those of a batch's run that a crash cut short (real time does not replay a batch,
+it runs it anew, and the source emits what the earlier run pinned first), are not kept: a record that only
+they had is lost. With checkpoint-dedup, no record may be kept twice. From Spark 4.3, real time keeps state:
 a dropDuplicates and an aggregation run beside the stateless queries, through the same crash.
 The task failure, the stop inside a batch and the broker restart run in the test JVM on Spark 4.1
 (tests/realtime-integration/.../RealTimeSuite.scala).
@@ -21,6 +23,7 @@ from typing import Any
 
 import pyspark
 import pytest
+from spark_apps.attempt_files import all_rows, kept_rows
 
 from harness import Broker, broker_versions, harness
 from spark_runs import finish, record_delivery_counts, run_spark, start_spark
@@ -31,11 +34,9 @@ pytestmark = pytest.mark.parametrize("broker", [NEWEST], indirect=True, ids=[f"k
 LOCK_MS = 15000  # the shortest lock the broker allows: what the dead driver's consumers held comes back soon
 
 
-def sink_rows(sink: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for f in sorted(sink.glob("*.jsonl")) for line in f.read_text().splitlines() if line]
-
-
-def counts(rows: list[dict[str, Any]], produced: int) -> dict[str, int]:
+def counts(sink: Path, produced: int) -> dict[str, int]:
+    """Counted over what a sink that keeps one attempt per batch and task holds (attempt_files.kept_rows)."""
+    rows = kept_rows(sink)
     per_key = collections.Counter(r["k"] for r in rows)
     epochs: dict[str, set[int]] = collections.defaultdict(set)
     for r in rows:
@@ -44,8 +45,9 @@ def counts(rows: list[dict[str, Any]], produced: int) -> dict[str, int]:
         "produced": produced,
         "landed": len(per_key),
         "lost": sum(1 for k in range(produced) if str(k) not in per_key),
+        "doubled": len(rows) - len(per_key),
         "in_two_batches": sum(1 for e in epochs.values() if len(e) > 1),
-        "again_in_a_rerun": sum(1 for k, c in per_key.items() if c > 1 and len(epochs[k]) == 1),
+        "not_kept": len(all_rows(sink)) - len(rows),
     }
 
 
@@ -87,6 +89,36 @@ REFUSED = [  # option set, the condition it must fail with, and a word of its me
 ]
 
 
+def query_of(broker: Broker, fresh_name: Any, work: Path, strategy: str, shape: str, topic: str) -> dict[str, str]:
+    """A query of the application: its own group (short locks, from the earliest record), checkpoint and sink."""
+    group = fresh_name(f"rt-{work.name}")
+    broker.group_config(group, {"share.record.lock.duration.ms": str(LOCK_MS), "share.auto.offset.reset": "earliest"})
+    return {
+        "group": group,
+        "strategy": strategy,
+        "shape": shape,
+        "topic": topic,
+        "checkpoint": str(work / "checkpoint"),
+        "sink": str(work / "sink"),
+    }
+
+
+def rows_problems(q: dict[str, str], result: dict[str, Any], produced: int, what: str) -> list[str]:
+    """Records the counts of a query that writes every record's key; returns what breaks the contract."""
+    strategy, error = q["strategy"], result["queries"][q["group"]]["error"]
+    got = counts(Path(q["sink"]), produced)
+    record_delivery_counts(
+        f"real time, {what}, {strategy}: produced {got['produced']} landed {got['landed']} lost {got['lost']} "
+        f"doubled {got['doubled']} (in two batches {got['in_two_batches']}; {got['not_kept']} rows of attempts not kept)"
+    )
+    problems = [f"{strategy}: the query failed: {error}"] if error is not None else []
+    if got["lost"] or got["landed"] != got["produced"]:
+        problems.append(f"{strategy}: {got}")
+    if strategy == "checkpoint-dedup" and got["doubled"]:
+        problems.append(f"{strategy}: records landed twice: {got}")
+    return problems
+
+
 def test_real_time_loses_nothing_across_a_driver_kill_and_refuses_what_it_cannot_hold(
     broker: Broker, fresh_name: Any, tmp_path: Path
 ) -> None:
@@ -100,21 +132,9 @@ def test_real_time_loses_nothing_across_a_driver_kill_and_refuses_what_it_cannot
     topic, keyed_twice = fresh_name("rt-crash"), fresh_name("rt-twice")
     for t in (topic, keyed_twice):
         broker.create_topic(t, partitions=2)
-    queries = []
-    for name, strategy, shape in [(s, s, "rows") for s in STRATEGIES] + [(s, "checkpoint-dedup", s) for s in STATEFUL_SHAPES]:
-        group = fresh_name(f"rt-{name}")
-        broker.group_config(group, {"share.record.lock.duration.ms": str(LOCK_MS), "share.auto.offset.reset": "earliest"})
-        work = tmp_path / name
-        queries.append(
-            {
-                "group": group,
-                "strategy": strategy,
-                "shape": shape,
-                "topic": topic if shape == "rows" else keyed_twice,
-                "checkpoint": str(work / "checkpoint"),
-                "sink": str(work / "sink"),
-            }
-        )
+    queries = [query_of(broker, fresh_name, tmp_path / s, s, "rows", topic) for s in STRATEGIES] + [
+        query_of(broker, fresh_name, tmp_path / shape, "checkpoint-dedup", shape, keyed_twice) for shape in STATEFUL_SHAPES
+    ]
     kill_after = round(random.Random(20261128).uniform(0.5, 4.5), 2)
     rate, seconds = 100, 30
     config = {
@@ -162,7 +182,7 @@ def test_real_time_loses_nothing_across_a_driver_kill_and_refuses_what_it_cannot
     upstream.start()
     try:
         finish(first, killed=True)
-        killed_rows = {q["sink"]: len(sink_rows(Path(q["sink"]))) for q in queries}
+        killed_rows = {q["sink"]: len(all_rows(Path(q["sink"]))) for q in queries}
         result = run_spark("real_time_stream.py", json.dumps(config), timeout=240)
     finally:
         if upstream.ident is not None:  # started
@@ -175,7 +195,7 @@ def test_real_time_loses_nothing_across_a_driver_kill_and_refuses_what_it_cannot
     for q in queries:
         if q["shape"] != "rows":
             error = result["queries"][q["group"]]["error"]
-            got_state = stateful_counts(q["shape"], sink_rows(Path(q["sink"])), rate * seconds // 2)
+            got_state = stateful_counts(q["shape"], kept_rows(Path(q["sink"])), rate * seconds // 2)
             record_delivery_counts(
                 f"real time, driver killed {kill_after} s into a batch, {q['shape']} (checkpoint-dedup): {got_state} "
                 f"({killed_rows[q['sink']]} rows before the kill)"
@@ -187,18 +207,48 @@ def test_real_time_loses_nothing_across_a_driver_kill_and_refuses_what_it_cannot
             if q["shape"] == "count" and got_state["final"] != got_state["expected"]:
                 problems.append(f"count: {got_state}")
             continue
-        strategy = q["strategy"]
-        error = result["queries"][q["group"]]["error"]
-        got = counts(sink_rows(Path(q["sink"])), rate * seconds)
-        record_delivery_counts(
-            f"real time, driver killed {kill_after} s into a batch, {strategy}: produced {got['produced']} landed "
-            f"{got['landed']} lost {got['lost']} in two batches {got['in_two_batches']} again in a re-run "
-            f"{got['again_in_a_rerun']} ({killed_rows[q['sink']]} rows before the kill)"
-        )
-        if error is not None:
-            problems.append(f"{strategy}: the query failed: {error}")
-        if got["lost"] or got["landed"] != got["produced"]:
-            problems.append(f"{strategy}: {got}")
-        if strategy == "checkpoint-dedup" and got["in_two_batches"]:
-            problems.append(f"{strategy}: the source emitted records in two batches: {got}")
+        what = f"driver killed {kill_after} s into a batch ({killed_rows[q['sink']]} rows before the kill)"
+        problems += rows_problems(q, result, rate * seconds, what)
+    assert not problems, problems
+
+
+def test_real_time_loses_nothing_when_an_executor_dies_inside_a_batch(broker: Broker, fresh_name: Any, tmp_path: Path) -> None:
+    """local-cluster, two executor JVMs of two cores: a real-time query of `idempotent` and one of
+    `checkpoint-dedup` side by side, records produced while they run; one executor SIGKILLed at a seeded
+    moment inside a batch. Its tasks run again once a slot is free (the batch's other tasks hold theirs until
+    the batch ends), those that start after Spark's end of the batch leave what their lost attempt pinned to
+    the next batch; the application goes on: every record lands, with checkpoint-dedup none in two batches."""
+    topic = fresh_name("rt-executor")
+    broker.create_topic(topic, partitions=2)
+    queries = [query_of(broker, fresh_name, tmp_path / s, s, "rows", topic) for s in ("idempotent", "checkpoint-dedup")]
+    rate, seconds = 100, 30
+    killed_file = tmp_path / "killed.json"
+    config = {
+        "bootstrap": broker.bootstrap,
+        "topic": topic,
+        "queries": queries,
+        "master": "local-cluster[2,2,1024]",
+        "parallelism": 2,
+        "expected": rate * seconds,
+        "timeout_s": 180,
+        # The next batch's tasks start a second or two after the commit in local-cluster mode; the kill comes
+        # once they all run, after they pinned and ACCEPTed some records (which only the source can bring back).
+        "kill_after_commit_s": 0,
+        "kill_after_busy_s": round(random.Random(20261129).uniform(1.0, 2.5), 2),
+        "kill": "executor",
+        "killed_file": str(killed_file),
+    }
+    upstream = threading.Thread(
+        target=harness, args=("produce-rate", broker.bootstrap, topic, str(rate), str(seconds)), kwargs={"timeout": 300}
+    )
+    upstream.start()
+    try:
+        result = run_spark("real_time_stream.py", json.dumps(config), timeout=300)
+    finally:
+        upstream.join()
+    assert killed_file.exists(), "no executor was killed: the queries did not commit two batches"
+    killed = json.loads(killed_file.read_text())
+    assert killed["running_tasks"] == 4, f"the executor was killed between batches, not inside one: {killed}"
+    what = f"an executor killed {config['kill_after_busy_s']} s into its tasks (local-cluster)"
+    problems = [p for q in queries for p in rows_problems(q, result, rate * seconds, what)]
     assert not problems, problems

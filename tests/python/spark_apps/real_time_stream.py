@@ -10,7 +10,8 @@ option sets, each laid over the options: a query is started with each, in turn, 
 error it fails with is written to checks_file), pid_file (receives {"pid": the driver JVM} at start),
 kill_after_commit_s (SIGKILL the driver, JVM and this process, that many seconds after the second batch of
 this run of every query committed: a crash at a moment inside a real-time batch; the first batch of a query
-emits little while Python's foreach worker starts).
+emits little while Python's foreach worker starts), kill ("executor": SIGKILL one executor JVM instead, in
+local-cluster mode, once every slot runs a task and kill_after_busy_s later, note it in killed_file and go on).
 
 A query's shape (Spark 4.3 has real-time state): "rows" (the default) writes every record's key; "dedup"
 writes dropDuplicates on the key (a record once per key: it stops at `expected_keys` distinct keys);
@@ -28,6 +29,7 @@ import json
 import os
 import re
 import signal
+import subprocess
 import sys
 import threading
 import time
@@ -39,6 +41,9 @@ from pyspark.sql import SparkSession
 from pyspark.sql.streaming.query import StreamingQuery
 
 import spark_kafka_share
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # tests/python: the sink's reader is shared with the test
+from spark_apps.attempt_files import kept_rows
 
 config = json.loads(sys.argv[1])
 spark = (
@@ -57,15 +62,16 @@ if config.get("pid_file"):
 
 
 class AppendEveryRow:
-    """Appends each row to a file of its own task attempt: nothing is overwritten, a re-run's rows too."""
+    """Appends each row to a file of its own task attempt, renamed to ...ok.jsonl when the attempt ends
+    without an error (spark_apps/attempt_files.py reads them): nothing is overwritten, a re-run's rows too."""
 
     def __init__(self, sink: str) -> None:
         self.sink = sink
 
     def open(self, partition_id: int, epoch_id: int) -> bool:
         os.makedirs(self.sink, exist_ok=True)
-        path = os.path.join(self.sink, f"{epoch_id}-{partition_id}-{uuid.uuid4().hex}.jsonl")
-        self.file = open(path, "a", encoding="utf-8")  # closed in close()
+        self.path = os.path.join(self.sink, f"{epoch_id}-{partition_id}-{time.time_ns()}-{uuid.uuid4().hex}.jsonl")
+        self.file = open(self.path, "a", encoding="utf-8")  # closed in close()
         self.epoch = epoch_id
         return True
 
@@ -76,6 +82,8 @@ class AppendEveryRow:
 
     def close(self, error: Any) -> None:
         self.file.close()
+        if error is None:
+            os.rename(self.path, self.path.removesuffix(".jsonl") + ".ok.jsonl")
 
 
 def start(query: dict[str, str], extra: dict[str, str]) -> StreamingQuery:
@@ -126,17 +134,9 @@ def check(extra: dict[str, str], n: int) -> dict[str, Any]:
     return {"condition": condition, "error": text[ours.start() if ours else 0 :][:1500]}
 
 
-def sink_lines(sink: str) -> list[dict[str, Any]]:
-    lines: list[dict[str, Any]] = []
-    for name in os.listdir(sink) if os.path.isdir(sink) else []:
-        with open(os.path.join(sink, name), encoding="utf-8") as f:
-            lines.extend(json.loads(line) for line in f if line.endswith("\n"))
-    return lines
-
-
 def complete(query: dict[str, str]) -> bool:
     """The query's sink holds what was expected: every key, or (count) the counts of every record."""
-    lines = sink_lines(query["sink"])
+    lines = kept_rows(Path(query["sink"]))
     if query.get("shape") == "count":
         counts: dict[int, int] = {}
         for line in lines:
@@ -163,6 +163,21 @@ if "kill_after_commit_s" in config:
         while any(len(committed(q) - seen) < 2 for (q, _), seen in zip(running, before, strict=True)):
             time.sleep(0.05)
         time.sleep(float(config["kill_after_commit_s"]))
+        if config.get("kill") == "executor":  # one executor JVM of this application (local-cluster mode)
+            # Inside a batch: every slot runs a read task then (each executor holds some), not between two.
+            busy = 0
+            for _ in range(100):
+                infos = spark._jsc.sc().statusTracker().getExecutorInfos()
+                busy = sum(info.numRunningTasks() for info in infos)
+                if busy >= int(config["parallelism"]) * len(config["queries"]):
+                    break
+                time.sleep(0.1)
+            time.sleep(float(config.get("kill_after_busy_s", 0)))  # into the tasks' reading, past their start
+            app_id = spark.sparkContext.applicationId
+            pgrep = ["pgrep", "-f", f"CoarseGrainedExecutorBackend.*{app_id}"]
+            os.kill(int(subprocess.run(pgrep, capture_output=True, text=True).stdout.split()[0]), signal.SIGKILL)
+            Path(config["killed_file"]).write_text(json.dumps({"at": time.time(), "running_tasks": busy}))
+            return
         os.kill(spark._jvm.java.lang.ProcessHandle.current().pid(), signal.SIGKILL)  # type: ignore[union-attr]
         os.kill(os.getpid(), signal.SIGKILL)
 
