@@ -57,7 +57,7 @@ class RealTimeSuite extends AnyFunSuite {
   }
 
   /** Starts (or starts again, on its checkpoint) the cell's real-time query. */
-  private def start(cell: Cell, broker: KafkaBroker): Unit = {
+  private def start(cell: Cell, broker: KafkaBroker, trigger: Trigger = Trigger.RealTime("2 seconds")): Unit = {
     val rows = spark.readStream
       .format("kafka-share")
       .option("kafka.bootstrap.servers", broker.bootstrapServers)
@@ -72,7 +72,7 @@ class RealTimeSuite extends AnyFunSuite {
       .outputMode("update")
       .option("checkpointLocation", cell.checkpoint)
       .foreach(RowLog.writer(cell.sink))
-      .trigger(Trigger.RealTime("2 seconds"))
+      .trigger(trigger)
       .start()
   }
 
@@ -144,6 +144,21 @@ class RealTimeSuite extends AnyFunSuite {
       if (retry.nonEmpty) assert(retry.take(failed.size) == failed, s"${cell.strategy}: the retry emitted ${retry.take(25)} after $failed")
       info(s"${cell.strategy}: the failed attempt emitted ${failed.size} row(s), its retry in the same batch ${retry.size}")
     }
+  }
+
+  test("a query stopped inside a real-time batch goes on in micro-batches, then in real time again (newest broker)") {
+    val newest = SharedBrokers.newest
+    val results = cellsSurvive(newest, records = 2400) { all =>
+      def switchTo(trigger: Trigger): Unit = {
+        eventually(60.seconds, "two batches of this run in every query")(all.forall(_.query.recentProgress.length >= 2))
+        Thread.sleep(700) // inside the third batch
+        all.foreach(_.query.stop())
+        all.foreach(start(_, newest, trigger))
+      }
+      switchTo(Trigger.ProcessingTime(500))
+      switchTo(Trigger.RealTime("2 seconds"))
+    }
+    assertDelivered(results)
   }
 
   test("the broker is killed inside a real-time batch and started again (newest broker)") {
