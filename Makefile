@@ -26,7 +26,7 @@ JVM_SOURCES     := build.sbt versions.properties project/plugins.sbt $(shell fin
 HARNESS_SOURCES := build.sbt versions.properties $(shell find tests/harness/src -type f 2>/dev/null)
 PY_SOURCES      := python/pyproject.toml python/README.md LICENSE NOTICE $(shell find $(PKG) -name '*.py' -o -name py.typed -o -name options_spec.json 2>/dev/null | grep -v _version.py)
 
-.PHONY: demo test test-jvm test-python test-compat typecheck lint format build wheel publish bench bench-scaling bench-latency bench-profile bench-cost metrics-picture backlog-picture chaos crash-series longrun clean
+.PHONY: demo test test-jvm test-python test-compat typecheck lint format build wheel publish bench bench-scaling bench-latency bench-latency-profile bench-profile bench-cost metrics-picture backlog-picture chaos crash-series longrun clean
 
 demo: $(VENV)/installed-wheel
 	$(PY) python/examples/demo.py
@@ -65,6 +65,11 @@ bench-scaling: $(VENV)/installed-wheel $(VENV)/installed-tools target/bench/tool
 # p50/p99 from a record's send to the sink's write, real time and micro-batch, at steady rates: make bench-latency LATENCY_ARGS="--rates 1000,5000"
 bench-latency: $(VENV)/installed-wheel $(VENV)/installed-tools target/bench/tools.classpath
 	$(PY) tests/bench/latency.py $(LATENCY_ARGS)
+
+# Where a real-time query's slowest records lose their milliseconds (the boundary between batches, and the read
+# tasks' own clocks), kafka-share and the built-in source, one run each: make bench-latency-profile LATENCY_PROFILE_ARGS="--rate 5000"
+bench-latency-profile: $(VENV)/installed-wheel $(VENV)/installed-tools
+	$(PY) tests/bench/latency_profile.py $(LATENCY_PROFILE_ARGS)
 
 # Where a read task's time goes (polling, pinning, acknowledging, Spark), per batch; --jfr FILE adds a
 # Flight Recorder profile. One run, a diagnosis: make bench-profile PROFILE_READ_ARGS="--strategy none --jfr /tmp/p.jfr"

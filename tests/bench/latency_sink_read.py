@@ -2,7 +2,9 @@
 
 Usage: latency_sink_read.py '<json config>'. Config: source ("kafka-share" or "kafka"), trigger ("real-time" or
 "micro-batch"), bootstrap, topic, out_topic, group, parallelism, checkpoint, packages (spark-sql-kafka-0-10:
-Spark's Kafka sink, and Spark's own source), seconds (how long to measure after a 10 s warm-up).
+Spark's Kafka sink, and Spark's own source), seconds (how long to measure after a 10 s warm-up); for
+`make bench-latency-profile`: driver_java_options (a log configuration) and profile_file (receives every
+measured record's send and write times and the progress of every batch).
 
 Every contender is clocked the same way: a record's latency is from its Kafka timestamp (the producer's
 send) to the timestamp of the record Spark's Kafka sink writes for it (its producer's send, in the same
@@ -28,6 +30,8 @@ builder = (
     .config("spark.sql.shuffle.partitions", "2")
     .config("spark.jars.packages", config["packages"])
 )
+if config.get("driver_java_options"):
+    builder = builder.config("spark.driver.extraJavaOptions", config["driver_java_options"])
 if config["source"] == "kafka-share":
     builder = spark_kafka_share.configure(builder)
 spark = builder.getOrCreate()
@@ -66,6 +70,7 @@ deadline = time.time() + 120  # the first rows: after the JVM's start and the gr
 while time.time() < deadline and not any(p["numInputRows"] > 0 for p in query.recentProgress):
     time.sleep(0.5)
 time.sleep(10 + float(config["seconds"]))
+progress = query.recentProgress
 query.stop()
 written = (
     spark.read.format("kafka")
@@ -85,5 +90,11 @@ def percentile(p: float) -> float:
     return round(latencies[min(len(latencies) - 1, int(p * len(latencies)))] * 1000, 1) if latencies else 0.0
 
 
+if config.get("profile_file"):
+    with open(config["profile_file"], "w", encoding="utf-8") as f:
+        measured = [(r.sent, r.written) for r in written if r.written - first > 10]
+        json.dump(
+            {"records": measured, "batches": [{"timestamp": p["timestamp"], "durationMs": p["durationMs"]} for p in progress]}, f
+        )
 print(json.dumps({"records": len(latencies), "p50_ms": percentile(0.50), "p99_ms": percentile(0.99)}))
 spark.stop()
