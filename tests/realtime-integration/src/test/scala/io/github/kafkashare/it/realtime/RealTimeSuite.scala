@@ -57,7 +57,7 @@ class RealTimeSuite extends AnyFunSuite {
   }
 
   /** Starts (or starts again, on its checkpoint) the cell's real-time query. */
-  private def start(cell: Cell, broker: KafkaBroker, trigger: Trigger = Trigger.RealTime("2 seconds")): Unit = {
+  private def start(cell: Cell, broker: KafkaBroker, trigger: Trigger = Trigger.RealTime("2 seconds"), parallelism: Int = 2): Unit = {
     val rows = spark.readStream
       .format("kafka-share")
       .option("kafka.bootstrap.servers", broker.bootstrapServers)
@@ -65,7 +65,7 @@ class RealTimeSuite extends AnyFunSuite {
       .option("subscribe", cell.topic)
       .option("startingOffsets", "earliest")
       .option("kafka.share.exactly.once.strategy", cell.strategy)
-      .option("kafka.share.parallelism", "2")
+      .option("kafka.share.parallelism", parallelism.toString)
       .load()
       .select(FailOnce.column(col("key").cast("string"), lit(cell.sink)).as("k"), col("deliveryCount"))
     cell.query = rows.writeStream
@@ -159,6 +159,29 @@ class RealTimeSuite extends AnyFunSuite {
       switchTo(Trigger.RealTime("2 seconds"))
     }
     assertDelivered(results)
+  }
+
+  test("batches longer than the lock, three read tasks on one partition: no lock expires, every task reads (floor broker)") {
+    val floor = SharedBrokers.of(SharedBrokers.versions.head)
+    val topic = s"rt-one-partition-${UUID.randomUUID().toString.take(8)}"
+    new KafkaTestOps(floor.bootstrapServers).createTopic(topic, 1)
+    val cell    = cells(floor, topic).find(_.strategy == "checkpoint-dedup").get // locks of 15 s
+    val records = 2000
+    try {
+      start(cell, floor, Trigger.RealTime("20 seconds"), parallelism = 3)
+      new KafkaTestOps(floor.bootstrapServers).produceAtRate(topic, records / 20, 20)
+      eventually(90.seconds, s"every record kept: ${RowLog.keptRows(cell.sink).map(_.key).distinct.size}") {
+        cell.query.exception.foreach(e => throw e)
+        RowLog.keptRows(cell.sink).map(_.key).distinct.size >= records
+      }
+    } finally Option(cell.query).foreach(_.stop())
+    val landed = Landed.of(cell.sink, records)
+    val kept   = RowLog.keptRows(cell.sink)
+    info(s"${cell.strategy}: $landed; rows by read task ${kept.groupBy(_.partition).view.mapValues(_.size).toMap}")
+    assert(landed.lost == 0 && landed.doubled == 0, landed)
+    // Records are ACCEPTed as they are pinned: none waits out its 15 s lock in a 20 s batch and comes again.
+    assert(kept.forall(_.deliveryCount == 1), s"delivery counts ${kept.groupBy(_.deliveryCount).view.mapValues(_.size).toMap}")
+    assert(kept.map(_.partition).distinct.sorted == Seq(0, 1, 2), "each of the three read tasks read from the one partition")
   }
 
   test("the broker is killed inside a real-time batch and started again (newest broker)") {
