@@ -348,6 +348,10 @@ val fetchScalafmt = taskKey[File](
   "Resolves scalafmt's command line (the version pinned as scalafmt) and writes target/scalafmt.classpath"
 )
 
+// Test JVMs one at a time (the Makefile runs them in turn; a bare `sbt test` would otherwise run the stream suites'
+// and the real-time suites' JVMs, each with its brokers and Spark, at once on a 2-core machine).
+Global / concurrentRestrictions += Tags.limit(Tags.ForkedTestGroup, 1)
+
 lazy val root = project
   .in(file("."))
   .aggregate(connector, realTime, harness, integration, realTimeIntegration)

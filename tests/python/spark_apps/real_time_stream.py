@@ -2,16 +2,17 @@
 
 Usage: real_time_stream.py '<json config>'. Prints one JSON line at the end.
 Config keys: bootstrap, topic, master, parallelism, trigger_s (the real-time trigger's duration, 5 s at
-least), expected (a query stops once its sink holds that many distinct keys), timeout_s (every query stops
-then at the latest), options (extra source options), queries (a list of {group, strategy, checkpoint, sink,
-shape, topic}: one real-time query each, side by side in this application; each needs `parallelism` task
-slots of the master's, and a stateful one as many again as spark.sql.shuffle.partitions), checks (a list of
-option sets, each laid over the options: a query is started with each, in turn, before the queries, and the
-error it fails with is written to checks_file), pid_file (receives {"pid": the driver JVM} at start),
-kill_after_commit_s (SIGKILL the driver, JVM and this process, that many seconds after the second batch of
-this run of every query committed: a crash at a moment inside a real-time batch; the first batch of a query
-emits little while Python's foreach worker starts), kill ("executor": SIGKILL one executor JVM instead, in
-local-cluster mode, once every slot runs a task and kill_after_busy_s later, note it in killed_file and go on).
+least), expected (a query is complete once its sink keeps that many distinct keys; the queries stop together
+once all are, settle_s later), timeout_s (every query stops then at the latest), options (extra source
+options), queries (a list of {group, strategy, checkpoint, sink, shape, topic}: one real-time query each,
+side by side in this application; each needs `parallelism` task slots of the master's, and a stateful one as
+many again as spark.sql.shuffle.partitions), checks (a list of option sets, each laid over the options: a
+query is started with each, in turn, before the queries, and the error it fails with is written to
+checks_file), pid_file (receives {"pid": the driver JVM} at start), kill_after_commit_s (SIGKILL the driver,
+JVM and this process, that many seconds after the second batch of this run of every query committed: a crash
+at a moment inside a real-time batch; the first batch of a query emits little while Python's foreach worker
+starts), kill ("executor": SIGKILL one executor JVM instead, in local-cluster mode, once every slot runs a
+task and kill_after_busy_s later, note it in killed_file and go on).
 
 A query's shape (Spark 4.3 has real-time state): "rows" (the default) writes every record's key; "dedup"
 writes dropDuplicates on the key (a record once per key: it stops at `expected_keys` distinct keys);
@@ -42,7 +43,7 @@ from pyspark.sql.streaming.query import StreamingQuery
 
 import spark_kafka_share
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # tests/python: the sink's reader is shared with the test
+sys.path.append(str(Path(__file__).resolve().parent.parent))  # tests/python: the sink's reader is shared with the test
 from spark_apps.attempt_files import kept_rows
 
 config = json.loads(sys.argv[1])
@@ -182,15 +183,14 @@ if "kill_after_commit_s" in config:
         os.kill(os.getpid(), signal.SIGKILL)
 
     threading.Thread(target=kill_inside_a_batch, daemon=True).start()
-results = {}
-while running and time.time() - started < config.get("timeout_s", 120):
-    for q, query in list(running):
-        if not query.isActive or complete(q):
-            error = query.exception()
-            query.stop()
-            results[q["group"]] = {"error": str(error)[:2000] if error else None, "batches": len(query.recentProgress)}
-            running.remove((q, query))
+# Every query runs until all are complete (or one failed, or timeout_s), and settle_s longer: a record given again
+# after the last one landed (the next batch's carried rows, a redelivery) is counted too. Then all stop.
+while time.time() - started < config.get("timeout_s", 120):
+    if any(not query.isActive for _, query in running) or all(complete(q) for q, _ in running):
+        break
     time.sleep(0.5)
+time.sleep(float(config.get("settle_s", 0)))
+results = {}
 for q, query in running:
     error = query.exception()
     query.stop()
