@@ -31,8 +31,9 @@ object RealTimeSpark {
  * The delivery contract in Spark's real-time mode (docs/real-time-mode.md), in the test JVM: one query per
  * strategy that real time offers (`none`, `idempotent`, `checkpoint-dedup`), side by side on one topic, each
  * in its own group, writing through a foreach sink that keeps every row (RowLog). Records are produced while
- * the queries run; a failure strikes in the middle of a batch; every record must land, and with
- * checkpoint-dedup none in two batches. A driver SIGKILLed inside a batch is tests/python/test_real_time.py.
+ * the queries run; a failure strikes in the middle of a batch; every record must land in what the sink keeps
+ * (RowLog.keptRows), and with checkpoint-dedup none twice. A driver SIGKILLed inside a batch, and an executor,
+ * are tests/python/test_real_time.py.
  */
 class RealTimeSuite extends AnyFunSuite {
 
@@ -160,14 +161,19 @@ class RealTimeSuite extends AnyFunSuite {
   test("a query stopped inside a real-time batch goes on in micro-batches, then in real time again (newest broker)") {
     val newest = SharedBrokers.newest
     val results = cellsSurvive(newest, records = 2400) { all =>
-      def switchTo(trigger: Trigger): Unit = {
+      def switchTo(trigger: Trigger, insideABatch: Boolean): Unit = {
         eventually(60.seconds, "two batches of this run in every query")(all.forall(_.query.recentProgress.length >= 2))
-        Thread.sleep(700) // inside the third batch
+        if (insideABatch) {
+          // A task of each query stops at its 20th row from now and waits there: the stop falls inside a batch
+          // that emitted rows, whatever the machine's speed.
+          all.foreach(c => FailOnce.holdAfter(c.sink, rows = 20))
+          eventually(60.seconds, "a read task of every query held inside a batch")(all.forall(c => FailOnce.holding(c.sink)))
+        }
         all.foreach(_.query.stop())
         all.foreach(start(_, newest, trigger))
       }
-      switchTo(Trigger.ProcessingTime(500))
-      switchTo(Trigger.RealTime("2 seconds"))
+      switchTo(Trigger.ProcessingTime(500), insideABatch = true)
+      switchTo(Trigger.RealTime("2 seconds"), insideABatch = false)
     }
     assertDelivered(results)
     // The first stop cut a real-time batch short: rows of a run Spark did not keep, emitted again after it.
@@ -214,8 +220,9 @@ class RealTimeSuite extends AnyFunSuite {
 }
 
 /**
- * Fails read task `Task` of batch `batch` once, at its row `afterRows` + 1, in the query whose sink is named
- * (a UDF in the reading stage: tasks run in this JVM, so the test arms it and reads whether it struck).
+ * Fails read task `Task` of batch `batch` once, at its row `afterRows` + 1, in the query whose sink is named;
+ * or holds the task that reaches the query's row `rows` + 1 after holdAfter, until the query stops (a UDF in
+ * the reading stage: tasks run in this JVM, so the test arms it and reads whether it struck).
  */
 object FailOnce {
   val Task  = 0
@@ -228,7 +235,22 @@ object FailOnce {
   def arm(name: String, batch: Long, afterRows: Int): Unit = armed.put(name, Armed(batch, afterRows))
   def struck(name: String): Boolean                        = struck.contains(name)
 
+  private val holdsLeft = new ConcurrentHashMap[String, Integer]()
+  private val holds     = ConcurrentHashMap.newKeySet[String]()
+
+  def holdAfter(name: String, rows: Int): Unit = holdsLeft.put(name, rows)
+  def holding(name: String): Boolean           = holds.contains(name)
+
+  /** Waits (up to 60 s) until the task is interrupted: the query stopped. Once per hold. */
+  private def holdIfDue(name: String): Unit =
+    if (Option(holdsLeft.computeIfPresent(name, (_, left) => left - 1)).exists(_ == -1)) {
+      holdsLeft.remove(name)
+      holds.add(name)
+      Thread.sleep(60000)
+    }
+
   val column = udf { (key: String, name: String) =>
+    holdIfDue(name)
     val task = TaskContext.get()
     Option(armed.get(name)).foreach { at =>
       val batch = Option(task.getLocalProperty("streaming.sql.batchId")).map(_.toLong)
