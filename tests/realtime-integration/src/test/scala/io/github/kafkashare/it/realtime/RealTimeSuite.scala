@@ -68,7 +68,7 @@ class RealTimeSuite extends AnyFunSuite {
       .option("kafka.share.exactly.once.strategy", cell.strategy)
       .option("kafka.share.parallelism", parallelism.toString)
       .load()
-      .select(FailOnce.column(col("key").cast("string"), lit(cell.sink)).as("k"), col("deliveryCount"))
+      .select(InjectedFaults.column(col("key").cast("string"), lit(cell.sink)).as("k"), col("deliveryCount"))
     cell.query = rows.writeStream
       .outputMode("update")
       .option("checkpointLocation", cell.checkpoint)
@@ -137,8 +137,8 @@ class RealTimeSuite extends AnyFunSuite {
     val results = cellsSurvive(floor, records = 2400) { all =>
       // Read task 0 of batch 2 (both read tasks have joined the group by then) throws after its 20th row, once
       // per query.
-      all.foreach(c => FailOnce.arm(c.sink, batch = FailOnce.Batch, afterRows = 20))
-      eventually(60.seconds, "the injected failure in every query")(all.forall(c => FailOnce.struck(c.sink)))
+      all.foreach(c => InjectedFaults.arm(c.sink, batch = InjectedFaults.Batch, afterRows = 20))
+      eventually(60.seconds, "the injected failure in every query")(all.forall(c => InjectedFaults.struck(c.sink)))
       eventually(60.seconds, "batch 3 of every query running")(all.forall(batchesStarted(_) >= 3))
       Thread.sleep(700) // inside batch 3
       all.foreach(_.query.stop())
@@ -146,7 +146,7 @@ class RealTimeSuite extends AnyFunSuite {
     }
     assertDelivered(results)
     results.foreach { case (cell, _) =>
-      val ofTask = RowLog.rows(cell.sink).filter(r => r.epoch == FailOnce.Batch && r.partition == FailOnce.Task)
+      val ofTask = RowLog.rows(cell.sink).filter(r => r.epoch == InjectedFaults.Batch && r.partition == InjectedFaults.Task)
       val failed = ofTask.filter(_.attempt == 0).map(_.key)
       val retry  = ofTask.filter(_.attempt == 1).map(_.key)
       assert(failed.nonEmpty && failed.size <= 20, s"${cell.strategy}: the failed attempt emitted ${failed.size} rows")
@@ -166,8 +166,8 @@ class RealTimeSuite extends AnyFunSuite {
         if (insideABatch) {
           // A task of each query stops at its 20th row from now and waits there: the stop falls inside a batch
           // that emitted rows, whatever the machine's speed.
-          all.foreach(c => FailOnce.holdAfter(c.sink, rows = 20))
-          eventually(60.seconds, "a read task of every query held inside a batch")(all.forall(c => FailOnce.holding(c.sink)))
+          all.foreach(c => InjectedFaults.holdAfter(c.sink, rows = 20))
+          eventually(60.seconds, "a read task of every query held inside a batch")(all.forall(c => InjectedFaults.holding(c.sink)))
         }
         all.foreach(_.query.stop())
         all.foreach(start(_, newest, trigger))
@@ -224,7 +224,7 @@ class RealTimeSuite extends AnyFunSuite {
  * or holds the task that reaches the query's row `rows` + 1 after holdAfter, until the query stops (a UDF in
  * the reading stage: tasks run in this JVM, so the test arms it and reads whether it struck).
  */
-object FailOnce {
+object InjectedFaults {
   val Task  = 0
   val Batch = 2L
   private final case class Armed(batch: Long, afterRows: Int)
