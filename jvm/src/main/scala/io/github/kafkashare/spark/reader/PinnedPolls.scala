@@ -62,6 +62,8 @@ private[reader] final class PinnedPolls(
   private var emitted         = 0L
   private val pinnedElsewhere = new PinnedElsewhere(partition)
   private var current         = Iterator.empty[(Record, Int)]
+  // When a held part went to the commit watcher (0: none): the task's summary is logged at its close.
+  private var heldAt = 0L
 
   override def hasNext: Boolean = {
     while (!current.hasNext && consumer != null && !timeIsUp) current = nextPart()
@@ -88,7 +90,12 @@ private[reader] final class PinnedPolls(
   override def next(): (Record, Int) = if (hasNext) current.next() else Iterator.empty.next()
 
   /** The task ends before its last part (Spark stopped reading, or a failure downstream). */
-  def close(): Unit = if (consumer != null) {
+  def close(): Unit = if (consumer == null && heldAt != 0L) {
+    // Two-phase commit, explicit mode: the task's time ends here, after Spark took the held part's rows.
+    clock.outsideNanos += System.nanoTime - heldAt
+    heldAt = 0L
+    logDebug(clock.summary(emitted))
+  } else if (consumer != null) {
     try finish(System.nanoTime)
     catch {
       case NonFatal(e) =>
@@ -206,6 +213,8 @@ private[reader] final class PinnedPolls(
     counters.add(Metrics.LockUsedPercent, clock.lockUsedPercent(polledAt))
     CommitHold.handOver(partition, consumer, clock.lockAgeMs(polledAt))
     consumer = null
+    emitted += ordered.size
+    heldAt = System.nanoTime
     withCounts(ordered)
   }
 
