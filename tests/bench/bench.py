@@ -11,7 +11,8 @@ Fair means:
     last (tests/harness ConsumerPerf for (k) and (a); spark_read.py's "records" clock for (b) and (c)),
     so no group join, first assignment, JVM start or Ivy resolution is counted;
   - every Kafka client gets the same settings (max.poll.records, printed with the table);
-  - (b) gets batches comparable to kafka-share's: maxOffsetsPerTrigger records / --batches-b;
+  - (b) gets batches comparable to kafka-share's: maxOffsetsPerTrigger records / --batches-b; with
+    --bounded-b N, (b') is the same source held to N records a batch (a bound such as two-phase-commit's);
   - every contender must read every record, or the run fails;
   - each contender runs --runs times (at least 3), in an order that rotates from run to run, with a
     fresh group each time; the table prints the median and the range.
@@ -19,6 +20,7 @@ Fair means:
 count (Spark computes them in the batch's tasks), the same work for both.
 
 Usage: bench.py [--records N] [--size BYTES] [--partitions P] [--parallelism K] [--strategies s1,s2] [--runs R]
+                [--max-poll-records M] [--batches-b B] [--bounded-b N] [--lock-limit L]
 """
 
 from __future__ import annotations
@@ -126,6 +128,13 @@ def main() -> None:
     parser.add_argument("--max-poll-records", type=int, default=2000, help="max.poll.records of every Kafka client")
     parser.add_argument("--batches-b", type=int, default=6, help="(b)'s batches: maxOffsetsPerTrigger = records / this")
     parser.add_argument(
+        "--bounded-b",
+        type=int,
+        default=0,
+        help="also run (b') the built-in source with maxOffsetsPerTrigger this (a batch bound, such as two-phase-commit's "
+        "partitions x lock limit), and print each ratio to it",
+    )
+    parser.add_argument(
         "--lock-limit",
         type=int,
         default=10_000,
@@ -156,19 +165,19 @@ def main() -> None:
             "master": f"local[{max(2, args.parallelism)}]",
         }
 
-        def read_b(run: int) -> dict[str, Any]:
-            return spark_read_by_record(
-                {
-                    **common,
-                    "source": "kafka",
-                    "checkpoint": str(work / f"chk-b-{run}"),
-                    "options": {
-                        "maxOffsetsPerTrigger": max(1000, args.records // args.batches_b),
-                        "kafka.max.poll.records": args.max_poll_records,
-                    },
-                    "packages": f"org.apache.spark:spark-sql-kafka-0-10_2.13:{pins()['spark-sql-kafka']}",
-                }
-            )
+        def read_b(per_batch: int, name: str) -> Callable[[int], dict[str, Any]]:
+            def read(run: int) -> dict[str, Any]:
+                return spark_read_by_record(
+                    {
+                        **common,
+                        "source": "kafka",
+                        "checkpoint": str(work / f"chk-{name}-{run}"),
+                        "options": {"maxOffsetsPerTrigger": per_batch, "kafka.max.poll.records": args.max_poll_records},
+                        "packages": f"org.apache.spark:spark-sql-kafka-0-10_2.13:{pins()['spark-sql-kafka']}",
+                    }
+                )
+
+            return read
 
         def clients(kind: str, group: str) -> dict[str, Any]:
             return kafka_client(broker, kind, topic, group, args.records, args.parallelism, client)
@@ -198,8 +207,12 @@ def main() -> None:
         contenders: list[tuple[str, Callable[[int], dict[str, Any]]]] = [
             ("(k) Kafka consumer (ceiling)", lambda run: clients("consumer", f"perf-k-{run}")),
             ("(a) Kafka share consumer", lambda run: clients("share", f"perf-a-{run}")),
-            ("(b) Spark built-in kafka source", read_b),
-        ] + [(f"(c) kafka-share {s}" + lock_note(s), read_c(s)) for s in args.strategies.split(",")]
+            ("(b) Spark built-in kafka source", read_b(max(1000, args.records // args.batches_b), "b")),
+        ]
+        bounded = f"(b') Spark built-in kafka source, at most {args.bounded_b:,} records a batch"
+        if args.bounded_b:
+            contenders.append((bounded, read_b(args.bounded_b, "b-bounded")))
+        contenders += [(f"(c) kafka-share {s}" + lock_note(s), read_c(s)) for s in args.strategies.split(",")]
 
         results = rotated_runs(contenders, args.runs)
 
@@ -213,6 +226,11 @@ def main() -> None:
             ratios = f"{median(name) / a:.2f} | {median(name) / b:.2f}" if name.startswith("(c)") else " | "
             batches = "/".join(str(r["batches"]) for r in results[name]) if "batches" in results[name][0] else ""
             print(f"| {name} | {median(name):,.0f} | {min(rates):,} to {max(rates):,} | {ratios} | {batches} |")
+        if args.bounded_b:
+            print(f"\n(b') / (b): {median(bounded) / b:.2f}")
+            for name, _ in contenders:
+                if name.startswith("(c)"):
+                    print(f"{name} / (b'): {median(name) / median(bounded):.2f}")
         charts.bars(
             "bench-throughput",
             f"records/s (median of {args.runs}), {args.records:,} records of {args.size} B, "
