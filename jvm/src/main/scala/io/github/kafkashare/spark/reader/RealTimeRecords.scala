@@ -77,8 +77,7 @@ final class RealTimeRecords(partition: KafkaShareInputPartition) extends Logging
         handedOver = Some(rest.iterator)
         rest.map(row => runOf(row)) ++ (if (pollsStarted) polls.unemitted.map(runOf) else Nil) ++ lostToAnotherAttempt
       // Spark's time was up before this task asked for a row (a retry that started late): all of it is left.
-      case None =>
-        work.carried ++ (work.earlierRunTasks.map(partition.log.sealTask(partition.batch, _)) :+ ownParts).flatten.flatMap(_.runs)
+      case None => handedOverParts(withOwn = true).flatMap(_.runs)
     }
     val runs = AcquisitionEntry.of(left.flatMap(r => (r.first to r.last).map(o => (r.topic, r.partition, o, r.deliveryCount)))).runs
     val taskEnd =
@@ -100,12 +99,20 @@ final class RealTimeRecords(partition: KafkaShareInputPartition) extends Logging
 
   private def startHandedOver(): Iterator[(Record, Int)] = {
     retried = partition.log.read(partition.batch, partition.task).isDefined
-    val earlier = work.earlierRunTasks.flatMap(task => partition.log.sealTask(partition.batch, task))
-    val own     = if (retried) ownParts else Nil
-    val parts   = (if (work.carried.isEmpty) Nil else Seq(AcquisitionEntry(work.carried))) ++ earlier ++ own
-    val rows    = if (parts.isEmpty) Iterator.empty else replayOf(parts)
+    val parts = handedOverParts(withOwn = retried)
+    val rows  = if (parts.isEmpty) Iterator.empty else replayOf(parts)
     handedOver = Some(rows)
     rows
+  }
+
+  /**
+   * What the task emits before it polls, in this order: what the batch before left unemitted, the parts of
+   * an earlier run's tasks and, `withOwn` (a retry), this task's own parts; each task sealed as it is read.
+   */
+  private def handedOverParts(withOwn: Boolean): Seq[AcquisitionEntry] = {
+    val carried = if (work.carried.isEmpty) Nil else Seq(AcquisitionEntry(work.carried))
+    val earlier = work.earlierRunTasks.flatMap(task => partition.log.sealTask(partition.batch, task))
+    carried ++ earlier ++ (if (withOwn) ownParts else Nil)
   }
 
   /** This task's parts in the log, sealed: no attempt can pin more under it. */
