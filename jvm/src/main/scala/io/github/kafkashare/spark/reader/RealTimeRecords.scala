@@ -107,7 +107,8 @@ final class RealTimeRecords(partition: KafkaShareInputPartition) extends Logging
 
   /**
    * What the task emits before it polls, in this order: what the batch before left unemitted, the parts of
-   * an earlier run's tasks and, `withOwn` (a retry), this task's own parts; each task sealed as it is read.
+   * an earlier run's tasks and, `withOwn`, this task's own parts (a retry's start; the end of a task that
+   * asked for no row, which leaves all of them to the next batch); each task sealed as it is read.
    */
   private def handedOverParts(withOwn: Boolean): Seq[AcquisitionEntry] = {
     val carried = if (work.carried.isEmpty) Nil else Seq(AcquisitionEntry(work.carried))
