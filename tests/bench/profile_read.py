@@ -101,7 +101,8 @@ def main() -> None:
     print(f"{args.strategy}: {result['records_per_s']:,} records/s (one run), {result['batches']} batches")
     print(f"median phases of a batch, ms: {result['median_batch_ms']}")
     if not tasks:
-        # Every task that polls logs a line (two-phase-commit's when it closes, after its rows); a retry that only replays does not.
+        # Every task that polls logs a line (two-phase-commit's when it closes, after its rows);
+        # a retry that only replays does not.
         raise SystemExit(f"no task lines in {log}: the phases above are all there is for {args.strategy}")
     print("\n| batch | tasks | polls | records | records a poll | task ms | " + " | ".join(f"{s} %" for s in STEPS) + " |")
     print("|---:|---:|---:|---:|---:|---:|" + "---:|" * len(STEPS))
