@@ -92,14 +92,20 @@ class RealTimeSuite extends AnyFunSuite {
    * `settle` more (a record given again after the last one landed counts too: the next batches' carried rows, a
    * redelivery), and counts what each sink kept.
    */
-  private def cellsSurvive(broker: => KafkaBroker, records: Int, seconds: Int = 20, settle: FiniteDuration = 5.seconds)(
+  private def cellsSurvive(
+      broker: => KafkaBroker,
+      records: Int,
+      seconds: Int = 20,
+      settle: FiniteDuration = 5.seconds,
+      trigger: Trigger = Trigger.RealTime("2 seconds")
+  )(
       failure: Seq[Cell] => Unit
   ): Seq[(Cell, Landed)] = {
     val topic = s"rt-orders-${UUID.randomUUID().toString.take(8)}"
     new KafkaTestOps(broker.bootstrapServers).createTopic(topic, 2)
     val all = cells(broker, topic)
     try {
-      all.foreach(start(_, broker))
+      all.foreach(start(_, broker, trigger))
       @volatile var produced = -1
       val upstream =
         new Thread(() => produced = new KafkaTestOps(broker.bootstrapServers).produceAtRate(topic, records / seconds, seconds))
@@ -134,28 +140,60 @@ class RealTimeSuite extends AnyFunSuite {
 
   test("a read task fails midway and Spark retries it, then the queries stop inside a batch and start again (floor broker)") {
     val floor = SharedBrokers.of(SharedBrokers.versions.head)
-    val results = cellsSurvive(floor, records = 2400) { all =>
-      // Read task 0 of batch 2 (both read tasks have joined the group by then) throws after its 20th row, once
-      // per query.
-      all.foreach(c => InjectedFaults.arm(c.sink, batch = InjectedFaults.Batch, afterRows = 20))
-      eventually(60.seconds, "the injected failure in every query")(all.forall(c => InjectedFaults.struck(c.sink)))
-      eventually(60.seconds, "batch 3 of every query running")(all.forall(batchesStarted(_) >= 3))
-      Thread.sleep(700) // inside batch 3
+    // Where each query's retry starts or stops against Spark's end of the batch (InjectedFaults.Timing): the two
+    // ways a retry misses part of the batch are made to happen, not left to the machine's speed.
+    val timings = Map(
+      "none"             -> InjectedFaults.RetryStartsLate,
+      "idempotent"       -> InjectedFaults.RetryInTime,
+      "checkpoint-dedup" -> InjectedFaults.RetryCutShort
+    )
+    val trigger = Trigger.RealTime(s"${InjectedFaults.BatchMs} milliseconds")
+    val results = cellsSurvive(floor, records = 2400, trigger = trigger) { all =>
+      // Read task 0 throws at its 21st row of a batch, once per query, early in a batch where records flow (the first
+      // records can take a few batches): each retry then has most of the batch left, unless the injected wait takes it.
+      eventually(60.seconds, "rows in every query")(all.forall(c => RowLog.distinctKeys(c.sink) > 0))
+      all.foreach(c => InjectedFaults.arm(c.sink, fromBatch = batchesStarted(c) + 1, afterRows = 20, timings(c.strategy)))
+      eventually(60.seconds, "the injected failure in every query")(all.forall(c => InjectedFaults.struckIn(c.sink).isDefined))
+      eventually(60.seconds, "the batch after it running in every query")(
+        all.forall(c => batchesStarted(c) >= InjectedFaults.struckIn(c.sink).get + 2)
+      )
+      Thread.sleep(700) // inside that batch
       all.foreach(_.query.stop())
-      all.foreach(start(_, floor))
+      all.foreach(start(_, floor, trigger))
     }
     assertDelivered(results)
-    results.foreach { case (cell, _) =>
-      val ofTask = RowLog.rows(cell.sink).filter(r => r.epoch == InjectedFaults.Batch && r.partition == InjectedFaults.Task)
-      val failed = ofTask.filter(_.attempt == 0).map(_.key)
-      val retry  = ofTask.filter(_.attempt == 1).map(_.key)
-      assert(failed.nonEmpty && failed.size <= 20, s"${cell.strategy}: the failed attempt emitted ${failed.size} rows")
-      // A retry that starts before Spark's end of the batch emits what the failed attempt had pinned first, in the
-      // same order, so that a sink that keeps one attempt per task and batch gets the same rows. A retry that
-      // starts after it emits nothing, and the next batch emits those records (lost 0 above checks that).
-      if (retry.nonEmpty) assert(retry.take(failed.size) == failed, s"${cell.strategy}: the retry emitted ${retry.take(25)} after $failed")
-      info(s"${cell.strategy}: the failed attempt emitted ${failed.size} row(s), its retry in the same batch ${retry.size}")
+    results.foreach { case (cell, _) => assertRetryReplays(cell, timings(cell.strategy)) }
+  }
+
+  /**
+   * The retry of the failed task emits what the failed attempt emitted first, in the same order, until Spark's
+   * end of the batch stops it: all of it when it starts in time, a prefix when the end cuts it short, nothing when
+   * it starts after the end. The next batch emits the rest first: a sink that keeps one attempt per task and batch
+   * holds each of those records once, in the failed task's batch or the next.
+   */
+  private def assertRetryReplays(cell: Cell, timing: InjectedFaults.Timing): Unit = {
+    val batch  = InjectedFaults.struckIn(cell.sink).get
+    val ofTask = RowLog.rows(cell.sink).filter(r => r.epoch == batch && r.partition == InjectedFaults.Task)
+    val failed = ofTask.filter(_.attempt == 0).map(_.key)
+    val retry  = ofTask.filter(_.attempt == 1).map(_.key)
+    val what   = s"${cell.strategy} ($timing): the retry emitted ${retry.take(25)} after the failed attempt's $failed"
+    assert(failed.size == 20, s"${cell.strategy}: the failed attempt emitted ${failed.size} rows, not 20")
+    val replayed = retry.take(failed.size)
+    assert(replayed == failed.take(replayed.size), what)
+    timing match {
+      case InjectedFaults.RetryInTime     => assert(replayed == failed, what)
+      case InjectedFaults.RetryCutShort   => assert(retry == failed.take(1), what)
+      case InjectedFaults.RetryStartsLate => assert(retry.isEmpty, what)
     }
+    val kept = RowLog.keptRows(cell.sink).filter(r => failed.contains(r.key))
+    assert(kept.map(_.key).distinct.size == failed.size, s"${cell.strategy}: of the failed attempt's rows, ${kept.map(_.key)} kept")
+    val next = failed.drop(replayed.size).toSet
+    assert(
+      kept.forall(r => r.epoch == (if (next(r.key)) batch + 1 else batch)),
+      s"${cell.strategy}: the rows the retry did not emit come in the next batch: ${kept.map(r => r.key -> r.epoch)}"
+    )
+    if (cell.strategy == "checkpoint-dedup") assert(kept.size == failed.size, s"${cell.strategy}: doubled ${kept.map(_.key)}")
+    info(s"${cell.strategy}: batch $batch's failed attempt emitted ${failed.size} row(s), its retry ($timing) ${retry.size}")
   }
 
   test("a query stopped inside a real-time batch goes on in micro-batches, then in real time again (newest broker)") {
@@ -220,20 +258,42 @@ class RealTimeSuite extends AnyFunSuite {
 }
 
 /**
- * Fails read task `Task` of batch `batch` once, at its row `afterRows` + 1, in the query whose sink is named;
- * or holds the task that reaches the query's row `rows` + 1 after holdAfter, until the query stops (a UDF in
- * the reading stage: tasks run in this JVM, so the test arms it and reads whether it struck).
+ * Fails read task `Task` of batch `batch` once, at its row `afterRows` + 1, in the query whose sink is named, at
+ * a [[InjectedFaults.Timing]]; or holds the task that reaches the query's row `rows` + 1 after holdAfter, until the
+ * query stops (a UDF in the reading stage: tasks run in this JVM, so the test arms it and reads whether it struck).
  */
 object InjectedFaults {
-  val Task  = 0
-  val Batch = 2L
-  private final case class Armed(batch: Long, afterRows: Int)
-  private val armed  = new ConcurrentHashMap[String, Armed]()
-  private val seen   = new ConcurrentHashMap[String, Integer]()
-  private val struck = ConcurrentHashMap.newKeySet[String]()
+  val Task = 0
 
-  def arm(name: String, batch: Long, afterRows: Int): Unit = armed.put(name, Armed(batch, afterRows))
-  def struck(name: String): Boolean                        = struck.contains(name)
+  /** The duration of the retry test's batches. */
+  val BatchMs = 4000L
+  // The failure strikes only this soon after its attempt started (with the batch: Spark starts a real-time batch's
+  // tasks at once), so at least BatchMs less this is left to the retry.
+  private val EarlyInTheBatchMs = 2000L
+  // Longer than a whole batch: a wait this long ends past the batch's end.
+  private val PastTheBatchEndMs = BatchMs + 1000L
+
+  /** Where the retry falls against Spark's end of the batch. */
+  sealed trait Timing
+
+  /** The failed attempt throws at once: its retry starts with most of the batch left. */
+  case object RetryInTime extends Timing
+
+  /** The retry's first row takes past the batch's end (a slow sink, a stalled thread): Spark ends the retry there. */
+  case object RetryCutShort extends Timing
+
+  /** The failed attempt throws only after the batch's end: Spark starts its retry with no time left. */
+  case object RetryStartsLate extends Timing
+
+  private final case class Armed(fromBatch: Long, afterRows: Int, timing: Timing)
+  private val armed  = new ConcurrentHashMap[String, Armed]()
+  private val seen   = new ConcurrentHashMap[(String, Long), Integer]() // rows of task `Task`'s first attempt, per batch
+  private val struck = new ConcurrentHashMap[String, java.lang.Long]()  // the batch where the failure struck
+  private val slowed = ConcurrentHashMap.newKeySet[String]()
+
+  def arm(name: String, fromBatch: Long, afterRows: Int, timing: Timing): Unit =
+    armed.put(name, Armed(fromBatch, afterRows, timing))
+  def struckIn(name: String): Option[Long] = Option(struck.get(name)).map(_.longValue)
 
   private val holdsLeft = new ConcurrentHashMap[String, Integer]()
   private val holds     = ConcurrentHashMap.newKeySet[String]()
@@ -253,12 +313,18 @@ object InjectedFaults {
     holdIfDue(name)
     val task = TaskContext.get()
     Option(armed.get(name)).foreach { at =>
-      val batch = Option(task.getLocalProperty("streaming.sql.batchId")).map(_.toLong)
-      if (batch.contains(at.batch) && task.partitionId() == Task && task.attemptNumber() == 0 && !struck.contains(name)) {
-        if (seen.merge(name, 1, (a, b) => a + b) > at.afterRows) {
-          struck.add(name)
-          throw new RuntimeException(s"injected: read task $Task of batch ${at.batch} fails midway")
+      val batch = Option(task.getLocalProperty("streaming.sql.batchId")).map(_.toLong).getOrElse(-1L)
+      if (batch >= at.fromBatch && task.partitionId() == Task) {
+        val first = task.attemptNumber() == 0 && !struck.containsKey(name)
+        val early = RowLog.writerStart(name, batch, Task, attempt = 0).exists(System.currentTimeMillis < _ + EarlyInTheBatchMs)
+        if (
+          first && seen.merge((name, batch), 1, (a, b) => a + b) == at.afterRows + 1 && early && struck.putIfAbsent(name, batch) == null
+        ) {
+          if (at.timing == RetryStartsLate) Thread.sleep(PastTheBatchEndMs)
+          throw new RuntimeException(s"injected: read task $Task of batch $batch fails midway")
         }
+        val retryOfStruck = task.attemptNumber() == 1 && struckIn(name).contains(batch)
+        if (retryOfStruck && at.timing == RetryCutShort && slowed.add(name)) Thread.sleep(PastTheBatchEndMs)
       }
     }
     key

@@ -21,6 +21,8 @@ object RowLog {
   private val writers = new AtomicLong()
   // (log, epoch, Spark partition) -> the writer of the last attempt there that ended without an error
   private val lastSucceeded = new ConcurrentHashMap[(String, Long, Int), Long]()
+  // (log, epoch, Spark partition, attempt) -> when its writer opened: the task attempt's start, as the sink sees it
+  private val writerStarts = new ConcurrentHashMap[(String, Long, Int, Int), Long]()
 
   /** Every row given to the writer, in the order each task gave them. */
   def rows(name: String): Vector[EmittedRow] = Option(logs.get(name)).map(_.asScala.toVector).getOrElse(Vector.empty)
@@ -36,6 +38,10 @@ object RowLog {
   def append(name: String, row: EmittedRow): Unit =
     logs.computeIfAbsent(name, _ => new ConcurrentLinkedQueue[EmittedRow]()).add(row)
 
+  /** When the writer of a task attempt opened (ms), the latest such if the batch ran more than once. */
+  def writerStart(name: String, epoch: Long, partition: Int, attempt: Int): Option[Long] =
+    Option(writerStarts.get((name, epoch, partition, attempt)))
+
   def distinctKeys(name: String): Int = rows(name).map(_.key).distinct.size
 
   /** A writer of rows with columns k (string) and deliveryCount into the log `name`. */
@@ -49,6 +55,7 @@ object RowLog {
       epoch = epochId
       task = partitionId.toInt
       attempt = Option(TaskContext.get()).map(_.attemptNumber()).getOrElse(0)
+      writerStarts.put((name, epoch, task, attempt), System.currentTimeMillis)
       true
     }
     def process(row: Row): Unit       = append(name, EmittedRow(row.getString(0), epoch, task, attempt, row.getInt(1), id))
