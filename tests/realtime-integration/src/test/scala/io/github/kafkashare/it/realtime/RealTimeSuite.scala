@@ -58,7 +58,7 @@ class RealTimeSuite extends AnyFunSuite {
   }
 
   /** Starts (or starts again, on its checkpoint) the cell's real-time query. */
-  private def start(cell: Cell, broker: KafkaBroker, trigger: Trigger = Trigger.RealTime("2 seconds"), parallelism: Int = 2): Unit = {
+  private def start(cell: Cell, broker: KafkaBroker, trigger: Trigger, parallelism: Int = 2): Unit = {
     val rows = spark.readStream
       .format("kafka-share")
       .option("kafka.bootstrap.servers", broker.bootstrapServers)
@@ -258,8 +258,8 @@ class RealTimeSuite extends AnyFunSuite {
 }
 
 /**
- * Fails read task `Task` of batch `batch` once, at its row `afterRows` + 1, in the query whose sink is named, at
- * a [[InjectedFaults.Timing]]; or holds the task that reaches the query's row `rows` + 1 after holdAfter, until the
+ * Fails read task `Task` once, at its row `afterRows` + 1 of a batch from `fromBatch` on, early in that batch, in
+ * the query whose sink is named, at a [[InjectedFaults.Timing]]; or holds the task that reaches the query's row `rows` + 1 after holdAfter, until the
  * query stops (a UDF in the reading stage: tasks run in this JVM, so the test arms it and reads whether it struck).
  */
 object InjectedFaults {
@@ -316,7 +316,8 @@ object InjectedFaults {
       val batch = Option(task.getLocalProperty("streaming.sql.batchId")).map(_.toLong).getOrElse(-1L)
       if (batch >= at.fromBatch && task.partitionId() == Task) {
         val first = task.attemptNumber() == 0 && !struck.containsKey(name)
-        val early = RowLog.writerStart(name, batch, Task, attempt = 0).exists(System.currentTimeMillis < _ + EarlyInTheBatchMs)
+        // Looked up only at the row where the failure is due.
+        def early = RowLog.writerStart(name, batch, Task, attempt = 0).exists(System.currentTimeMillis < _ + EarlyInTheBatchMs)
         if (
           first && seen.merge((name, batch), 1, (a, b) => a + b) == at.afterRows + 1 && early && struck.putIfAbsent(name, batch) == null
         ) {
