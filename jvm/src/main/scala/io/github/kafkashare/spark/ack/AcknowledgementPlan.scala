@@ -10,7 +10,7 @@ import io.github.kafkashare.spark.options.Decision
  * The rules, from docs/delivery-semantics.md: nothing is ACCEPTed before it is pinned; a record pinned
  * to a batch is never RELEASEd by a failure (the batch replays it, and another member must not emit it
  * meanwhile); records held until the commit get the batch's decisions once the commit is there, and
- * only then, unless their locks are about to run out or their query stopped.
+ * only then, unless their locks are about to run out or their query stopped ([[atStop]]).
  */
 object AcknowledgementPlan {
 
@@ -57,6 +57,9 @@ object AcknowledgementPlan {
      * `poolConsumer` is false after a renewal that failed midway: the client's state is not known.
      */
     final case class GiveUp(instead: Decision, why: String, poolConsumer: Boolean) extends AtCheck
+
+    /** The query stopped before the commit came: acknowledge as [[atStop]] says, and close the consumer. */
+    case object QueryStopped extends AtCheck
   }
 
   /**
@@ -68,10 +71,26 @@ object AcknowledgementPlan {
    */
   def atCheck(committed: Boolean, late: Boolean, stopped: Boolean, renewable: Boolean, explicit: Boolean): AtCheck =
     if (committed) AtCheck.ApplyDecisions
-    else if (stopped) giveUp(explicit, "the query stopped before it came", poolConsumer = true)
+    else if (stopped) AtCheck.QueryStopped
     else if (late && renewable) AtCheck.Renew
     else if (late) giveUp(explicit, TooLate, poolConsumer = true)
     else AtCheck.Wait
+
+  /**
+   * What a stopped query's held records get when their batch did not commit. Two-phase commit ACCEPTs:
+   * they are pinned, a run of the same checkpoint replays them, and a foreachBatch that Spark's stop did
+   * not interrupt (a Python one runs to its end) has written them. Explicit mode applies the decisions
+   * foreachBatch already stored for the batch (the default where it gave none, as at a commit), and
+   * RELEASEs everything where it stored none: the group hands those records to the next reader at once,
+   * a new checkpoint's query included. The consumer is closed after, so it leaves the group at once.
+   */
+  def atStop(
+      explicit: Boolean,
+      stored: => Option[Map[(String, Int, Long), Decision]],
+      default: Decision
+  ): ((String, Int, Long)) => Decision =
+    if (!explicit) _ => Decision.Accept
+    else stored.fold((_: (String, Int, Long)) => Decision.Release: Decision)(decided => decisionOf(decided, default))
 
   /** A renewal the broker refused or that did not complete ends the hold. */
   def renewalFailed(explicit: Boolean): AtCheck.GiveUp = giveUp(explicit, "its locks could not be renewed", poolConsumer = false)

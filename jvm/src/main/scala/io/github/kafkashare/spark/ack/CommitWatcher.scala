@@ -8,7 +8,7 @@ import scala.util.control.NonFatal
 
 import io.github.kafkashare.spark.runtime.JvmResources
 import io.github.kafkashare.spark.ack.AcknowledgementPlan.AtCheck
-import io.github.kafkashare.spark.consumer.{Clock, ConsumerKey, PooledShareConsumer, ShareConsumerPool}
+import io.github.kafkashare.spark.consumer.{Clock, ConsumerKey, PooledShareConsumer, ShareConsumerPool, Uninterrupted}
 import io.github.kafkashare.spark.offsets.{DecisionLog, SerializableHadoopConf, SourceMarkers}
 import io.github.kafkashare.spark.options.Decision
 import io.github.kafkashare.spark.offsets.store.CheckpointStore
@@ -26,9 +26,13 @@ import org.apache.spark.internal.Logging
  *
  * Where the cluster can renew a lock (RENEW, Kafka 4.2+, [[Renewal]]), the watcher renews the held
  * records' locks every half lock duration while the commit has not come, for as long as the batch
- * runs; it stops when the query's `stopped` marker appears (Spark stops a query's sources whether it
- * ends by a stop or by a failure) and when the JVM dies, so no lock outlives its query by more than one
- * lock duration. A renewal the broker refuses ends the hold as below.
+ * runs. A renewal the broker refuses ends the hold as below.
+ *
+ * A query that stops (Spark stops a query's sources whether it ends by a stop or by a failure) ends its
+ * holds at once, as [[AcknowledgementPlan.atStop]] says, and their consumers are closed, so they leave
+ * the group at once: where the driver runs read tasks, its stop calls [[endHoldsOf]]; on executors the
+ * watcher sees the query's `stopped` marker within a second (looked up once a second per query, not per
+ * hold). At the JVM's exit, [[endAll]] does the same for every hold.
  *
  * If the commit does not come before the locks near their end (and cannot be renewed), the batch has
  * failed or is too slow: two-phase commit ACCEPTs, explicit mode RELEASEs ([[AcknowledgementPlan]] says why).
@@ -52,14 +56,18 @@ final class CommitWatcher(clock: Clock, pool: ShareConsumerPool) extends Logging
       done: DoneMark,
       renewals: Int = 0
   ) {
-    // When the query's stopped marker is next looked up (only the watcher's thread reads and writes it).
-    var nextStopCheckNanos: Long = 0L
+    def query: String = consumer.key.query
   }
 
   private final class Counters { val accepted, released, rejected = new AtomicLong }
 
   private val holds  = new ConcurrentLinkedQueue[Hold]()
   private val counts = new ConcurrentHashMap[ConsumerKey, Counters]()
+  // One thread at a time acts on holds: the watcher's rounds, a stop (endHoldsOf) and the exit (endAll)
+  // would otherwise use one consumer from two threads, which Kafka's client refuses.
+  private val acting = new Object
+  // Per query: when its stopped marker was last looked up, and what it said (read and written under `acting`).
+  private val stopLookups = scala.collection.mutable.Map.empty[String, (Long, Boolean)]
 
   /**
    * Holds `consumer` (with its acquired records) until `commitFile` exists or `maxHoldMs` passes; with a
@@ -92,7 +100,40 @@ final class CommitWatcher(clock: Clock, pool: ShareConsumerPool) extends Logging
    * renewal is renewed at its deadline instead, and ends early when its query stopped
    * ([[AcknowledgementPlan.atCheck]] decides which).
    */
-  def checkHolds(): Unit = holds.asScala.toList.foreach { hold =>
+  def checkHolds(): Unit = acting.synchronized {
+    val queries = holds.asScala.map(_.query).toSet
+    stopLookups.keys.filterNot(queries).toList.foreach(stopLookups.remove)
+    holds.asScala.toList.foreach(check)
+  }
+
+  /**
+   * Ends every hold of the query whose checkpoint location is `query` (it stopped), now, on the calling
+   * thread: the records are acknowledged as [[AcknowledgementPlan.atStop]] says, unless their batch
+   * committed (then as at a commit), and the consumers are closed. Returns how many holds it ended.
+   */
+  def endHoldsOf(query: String): Int = acting.synchronized {
+    val ending = holds.asScala.toList.filter(_.query == query)
+    ending.foreach(endAtStop(_, "the query stopped"))
+    ending.size
+  }
+
+  /** The JVM exits: every hold ends as a stopped query's would. */
+  def endAll(): Unit = acting.synchronized {
+    holds.asScala.toList.foreach(endAtStop(_, "the JVM is exiting"))
+  }
+
+  private def endAtStop(hold: Hold, why: String): Unit = Uninterrupted {
+    try {
+      val committed = CheckpointStore.of(hold.commitFile, hold.conf.value).exists(hold.commitFile)
+      if (committed) applyDecisions(hold) else stopped(hold, why)
+    } catch {
+      case NonFatal(e) =>
+        logWarning(s"kafka-share: ending the hold of ${hold.commitFile} as $why failed; closing its consumer", e)
+        if (holds.remove(hold)) pool.discard(hold.consumer)
+    }
+  }
+
+  private def check(hold: Hold): Unit =
     try {
       val committed = CheckpointStore.of(hold.commitFile, hold.conf.value).exists(hold.commitFile)
       val now       = clock.nanoTime()
@@ -105,22 +146,45 @@ final class CommitWatcher(clock: Clock, pool: ShareConsumerPool) extends Logging
         explicit
       ) match {
         case AtCheck.Wait           => ()
-        case AtCheck.ApplyDecisions =>
-          // The decisions are read before the hold is let go: if that read fails, the next check retries.
-          val decide = hold.explicit.map(decider).getOrElse((_: (String, Int, Long)) => Decision.Accept)
-          holds.remove(hold)
-          acknowledge(hold, decide, keep = true)
-          markDone(hold)
+        case AtCheck.ApplyDecisions => applyDecisions(hold)
+        case AtCheck.QueryStopped   => stopped(hold, "the query stopped")
         case AtCheck.Renew          => if (!renew(hold)) giveUp(hold, AcknowledgementPlan.renewalFailed(explicit))
         case giving: AtCheck.GiveUp => giveUp(hold, giving)
       }
     } catch {
       case NonFatal(e) => logWarning(s"checking ${hold.commitFile} failed; will retry", e)
     }
+
+  private def applyDecisions(hold: Hold): Unit = {
+    // The decisions are read before the hold is let go: if that read fails, the next check retries.
+    val decide = hold.explicit.map(decider).getOrElse((_: (String, Int, Long)) => Decision.Accept)
+    if (holds.remove(hold)) {
+      acknowledge(hold, decide, keep = true)
+      markDone(hold)
+    }
   }
 
-  private def giveUp(hold: Hold, giving: AtCheck.GiveUp): Unit = {
-    holds.remove(hold)
+  /** The query stopped before the batch committed: [[AcknowledgementPlan.atStop]], then the consumer is closed. */
+  private def stopped(hold: Hold, why: String): Unit = {
+    val explicit = hold.explicit
+    // Stored decisions that cannot be read count as none: RELEASE, the group delivers the records again.
+    def stored =
+      explicit.flatMap(e =>
+        try e.log.decisions(e.batch)
+        catch { case NonFatal(err) => logWarning(s"kafka-share: reading batch ${e.batch}'s decisions failed; RELEASEing", err); None }
+      )
+    val decide = AcknowledgementPlan.atStop(explicit.nonEmpty, stored, explicit.fold(Decision.Accept: Decision)(_.default))
+    if (holds.remove(hold)) {
+      val what =
+        if (explicit.isEmpty) "ACCEPTing (pinned: a run of this checkpoint replays them)" else "acknowledging as decided, or RELEASEing"
+      logInfo(s"kafka-share: batch commit ${hold.commitFile} did not come: $why; $what its ${hold.consumer.holding} " +
+        "held records now and closing their consumer")
+      acknowledge(hold, decide, keep = false)
+      markDone(hold)
+    }
+  }
+
+  private def giveUp(hold: Hold, giving: AtCheck.GiveUp): Unit = if (holds.remove(hold)) {
     logWarning(
       s"batch commit ${hold.commitFile}: ${giving.why}; ${giving.instead.name.toUpperCase}ing its ${hold.consumer.holding} held records now."
     )
@@ -129,16 +193,20 @@ final class CommitWatcher(clock: Clock, pool: ShareConsumerPool) extends Logging
   }
 
   /**
-   * Whether the query of a renewed hold stopped (its `stopped` marker), looked up every few seconds:
-   * a stopped query's held records must go back within a lock, not wait for the next renewal. A look-up
-   * that fails counts as not stopped (the hold is renewed, not dropped).
+   * Whether the query of a hold stopped (its `stopped` marker), looked up once a second per query: a
+   * stopped query's held records go back at once, and its consumers leave the group. A look-up that fails
+   * counts as not stopped (the hold goes on; the next look-up asks again).
    */
-  private def queryStopped(hold: Hold, now: Long): Boolean =
-    hold.renewal.nonEmpty && now >= hold.nextStopCheckNanos && {
-      hold.nextStopCheckNanos = now + StopCheckNanos
-      try hold.done.markers.stopped
-      catch { case NonFatal(_) => false }
+  private def queryStopped(hold: Hold, now: Long): Boolean = {
+    val known = stopLookups.get(hold.query).filter { case (at, _) => now - at < StopCheckNanos }
+    known.map(_._2).getOrElse {
+      val stopped =
+        try hold.done.markers.stopped
+        catch { case NonFatal(_) => false }
+      stopLookups(hold.query) = (now, stopped)
+      stopped
     }
+  }
 
   /**
    * Renews the locks of a hold whose commit has not come and holds it for another half lock. Failed when
@@ -160,8 +228,10 @@ final class CommitWatcher(clock: Clock, pool: ShareConsumerPool) extends Logging
       if (hold.renewals == 0)
         logInfo(s"kafka-share: batch commit ${hold.commitFile} is not there yet; renewing the locks of its " +
           s"${hold.consumer.holding} held records every ${renewal.everyMs} ms until it is")
-      holds.remove(hold)
-      holds.add(hold.copy(deadlineNanos = clock.nanoTime() + TimeUnit.MILLISECONDS.toNanos(renewal.everyMs), renewals = hold.renewals + 1))
+      if (holds.remove(hold)) holds.add(hold.copy(
+        deadlineNanos = clock.nanoTime() + TimeUnit.MILLISECONDS.toNanos(renewal.everyMs),
+        renewals = hold.renewals + 1
+      ))
       true
     }
   }
@@ -213,7 +283,7 @@ object CommitWatcher {
     def pollBackMs: Long      = math.min(10000L, everyMs / 4)
   }
 
-  private val StopCheckNanos = TimeUnit.SECONDS.toNanos(2)
+  private val StopCheckNanos = TimeUnit.SECONDS.toNanos(1)
 
   /** What an explicit-mode hold applies at commit. */
   final case class ExplicitDecisions(log: DecisionLog, batch: Long, default: Decision)
@@ -240,4 +310,7 @@ object CommitWatcher {
 
   /** What this JVM's watcher acknowledged for `key` since the last call (nothing before its first hold). */
   def takeCounts(key: ConsumerKey): Counts = JvmResources.commitWatcherIfStarted.fold(Counts(0, 0, 0))(_.takeCounts(key))
+
+  /** Ends this JVM's holds of the query at `query` (its checkpoint location), if any hold ever started the watcher. */
+  def endHoldsOf(query: String): Int = JvmResources.commitWatcherIfStarted.fold(0)(_.endHoldsOf(query))
 }

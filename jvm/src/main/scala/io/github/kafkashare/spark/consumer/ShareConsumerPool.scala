@@ -172,7 +172,14 @@ final class ShareConsumerPool(clock: Clock, open: ConsumerKey => PooledShareCons
     c.carrying == 0 && ageMs(c.idleSinceNanos) > c.key.idleCloseMs &&
       (c.stillFetching || c.pendingSinceNanos.forall(ageMs(_) > 2 * c.key.idleCloseMs))
 
+  // Set when the JVM exits: a consumer given back after that is closed, not kept for a borrower that never comes.
+  @volatile private var closing = false
+
   def giveBack(consumer: PooledShareConsumer): Unit =
+    if (closing) discard(consumer)
+    else Uninterrupted(giveBackNow(consumer))
+
+  private def giveBackNow(consumer: PooledShareConsumer): Unit =
     try {
       consumer.releaseHeld()
       consumer.idleSinceNanos = clock.nanoTime()
@@ -193,15 +200,29 @@ final class ShareConsumerPool(clock: Clock, open: ConsumerKey => PooledShareCons
         discard(consumer)
     }
 
+  // The close leaves the group; on an interrupted thread (a cancelled task, a stopping query) it would not.
   def discard(consumer: PooledShareConsumer): Unit =
-    try { cameBack(consumer); notLent(consumer); consumer.close() }
+    try { cameBack(consumer); notLent(consumer); Uninterrupted(consumer.close()) }
     catch { case NonFatal(e) => logWarning("closing a share consumer failed", e) }
 
   /** Closes the idle consumers of `key` (a query stopped): what they fetched ahead goes back to the group. */
   def closeIdle(key: ConsumerKey): Unit = Option(idle.get(key)).foreach(drain)
 
-  /** Closes every idle consumer (close RELEASEs what a consumer still holds). */
-  def closeAll(): Unit = idle.values.forEach(q => drain(q))
+  /**
+   * The JVM exits: closes every idle consumer (close RELEASEs what a consumer still holds), then waits up
+   * to `waitForLentMs` for those out with read tasks to come back, and closes them as they do. One still
+   * out after that is left to its session's end: closing it under its task would break the task's client.
+   */
+  def closeAll(waitForLentMs: Long = 0L): Unit = {
+    closing = true
+    idle.values.forEach(q => drain(q))
+    val deadline = System.nanoTime + TimeUnit.MILLISECONDS.toNanos(waitForLentMs)
+    while (lentOut.values.asScala.exists(_.get > 0) && System.nanoTime < deadline) Thread.sleep(50)
+    idle.values.forEach(q => drain(q))
+    val left = lentOut.values.asScala.map(_.get).sum
+    if (left > 0) logWarning(s"kafka-share: $left share consumer(s) still out with read tasks as the JVM exits; " +
+      "they leave their group when their session expires")
+  }
 
   private def drain(queue: ConcurrentLinkedDeque[PooledShareConsumer]): Unit = {
     var c = queue.pollFirst()

@@ -96,6 +96,8 @@ object ShareSourceErrors {
 
   def speculationEnabled(): ShareSourceException = error("KAFKA_SHARE_UNSUPPORTED_USE.SPECULATION")
 
+  def queryStopped(batch: Long): ShareSourceException = error("KAFKA_SHARE_UNSUPPORTED_USE.QUERY_STOPPED", "batch" -> batch)
+
   def parallelismAboveGroupSize(parallelism: Int, maxSize: Int, group: String): ShareSourceException =
     error("KAFKA_SHARE_INVALID_OPTION.PARALLELISM_ABOVE_GROUP_SIZE", "parallelism" -> parallelism, "maxSize" -> maxSize, "group" -> group)
 

@@ -9,9 +9,13 @@ import org.apache.hadoop.fs.Path
  *  - `acknowledged/<batch>/<task>`: phase 2 of that task's held records is done (two-phase commit,
  *    explicit mode), written by the executor's commit watcher. The driver waits for these before a
  *    query that ends (Trigger.AvailableNow, a stop) lets the application go on to stop its executors.
+ *  - `stopping`: Spark began to stop the query (its stream thread was interrupted) and has not yet
+ *    stopped the source: a foreachBatch may still be running, and any read it starts now belongs to a
+ *    batch that will never commit. Read tasks that would acquire records refuse from then on; replays
+ *    of pinned parts go on. Written by the driver's [[io.github.kafkashare.spark.planning.StopWatch]].
  *  - `stopped`: the query stopped. Executors close its idle pooled consumers, so that what they
- *    fetched ahead goes back to the group at once (delivery contract, promise 7). The driver removes
- *    it when the query starts again.
+ *    fetched ahead goes back to the group at once (delivery contract, promise 7), and end its holds.
+ *    The driver removes both when the query starts again.
  *  - `fetched-while-idle`: an executor's idle consumer of this query acquired records that no batch
  *    took (ShareConsumerPool). The driver runs a batch at its next trigger, even if it sees nothing
  *    new, and removes the file.
@@ -33,11 +37,19 @@ final class SourceMarkers(checkpointDir: String, hadoopConf: SerializableHadoopC
 
   def purgeBefore(batch: Long): Unit = store.purgeBefore(acknowledgedRoot, batch)
 
-  def markStopped(): Unit = store.overwrite(stoppedFile, "")
+  // A stop the stream thread's watch missed is a stop all the same: `stopping` goes up with it.
+  def markStopped(): Unit = { store.overwrite(stoppingFile, ""); store.overwrite(stoppedFile, "") }
 
-  def clearStopped(): Unit = store.delete(stoppedFile)
+  private def stoppingFile = new Path(checkpointDir, "stopping")
+
+  def markStopping(): Unit = store.overwrite(stoppingFile, "")
+
+  def clearStopped(): Unit = { store.delete(stoppingFile); store.delete(stoppedFile) }
 
   def stopped: Boolean = exists(stoppedFile)
+
+  /** Whether Spark began to stop the query, or stopped it (one look-up). */
+  def stopping: Boolean = exists(stoppingFile)
 
   private def fetchedWhileIdleFile = new Path(checkpointDir, "fetched-while-idle")
 

@@ -5,8 +5,8 @@ import java.util
 import scala.jdk.CollectionConverters._
 import scala.util.control.NonFatal
 
-import io.github.kafkashare.spark.ack.ExplicitQueries
-import io.github.kafkashare.spark.consumer.ShareConsumerPool
+import io.github.kafkashare.spark.ack.{CommitWatcher, ExplicitQueries}
+import io.github.kafkashare.spark.consumer.{ShareConsumerPool, Uninterrupted}
 import io.github.kafkashare.spark.metrics.{Backlog, QueryTotals}
 import io.github.kafkashare.spark.offsets._
 import io.github.kafkashare.spark.options.ShareSourceOptions
@@ -60,6 +60,7 @@ class KafkaShareMicroBatchStream(
   private val commitLogDir   = new Path(queryRoot, "commits")
   private val markers        = new SourceMarkers(checkpointDir, hadoopConf)
   markers.clearStopped() // a stop of an earlier run of this query: its executors' consumers are closed
+  private val stopWatch     = new StopWatch(markers)
   private val sparkBatchIds = new SparkBatchIds(new Path(queryRoot, "offsets"), hadoopConf)
   private val previous      = new PreviousBatches(acquisitions, decisions, options.mode)
   private val identity      = new OffsetIdentity(options, cluster, acquisitions)
@@ -103,6 +104,7 @@ class KafkaShareMicroBatchStream(
   override def latestOffset(): Offset = throw new UnsupportedOperationException("latestOffset(start, limit) is used")
 
   override def latestOffset(startOffset: Offset, limit: ReadLimit): Offset = {
+    stopWatch.noteStreamThread()
     // Real time: Spark asks before every batch, for its progress only; the batch's end comes from its tasks.
     if (realTime.nonEmpty) return startOffset
     val start               = ShareSourceOffset.of(startOffset)
@@ -310,15 +312,21 @@ class KafkaShareMicroBatchStream(
     ) ++ backlog.metrics ++ totals.asMetrics).asJava
   }
 
-  override def stop(): Unit = {
+  // Spark calls it on the stream thread it interrupted to stop the query: Kafka's clients would refuse to work there.
+  override def stop(): Unit = Uninterrupted {
+    stopWatch.end()
     try if (options.holdsUntilCommit) lastPlanned.foreach(phaseTwo.await(_, plannedAt))
     catch { case NonFatal(e) => logWarning("kafka-share: waiting for the last batch's acknowledgements failed", e) }
     explicit.foreach(ExplicitQueries.unregister)
-    // Promise 7: what idle consumers fetched ahead goes back to the group now. Here where the driver
-    // runs read tasks too (local mode), on executors through the marker (ShareConsumerPool's evictor).
-    ShareConsumerPool.closeIdle(readTasks.consumerKey)
+    // Promise 7, and the hand-over: held records acknowledged (CommitWatcher), what idle consumers fetched
+    // ahead given back, and every consumer of the query closed, so that the group's next reader gets the
+    // records at once. Here where the driver runs read tasks too (local mode), on executors through the
+    // marker (the commit watcher and the pool's evictor look for it every second).
     try markers.markStopped()
     catch { case NonFatal(e) => logWarning("kafka-share: could not mark the query stopped", e) }
+    try CommitWatcher.endHoldsOf(readTasks.consumerKey.query)
+    catch { case NonFatal(e) => logWarning("kafka-share: ending the query's held batches failed", e) }
+    ShareConsumerPool.closeIdle(readTasks.consumerKey)
     cluster.close()
   }
 

@@ -3,7 +3,8 @@ package io.github.kafkashare.spark.reader
 import scala.util.control.NonFatal
 
 import io.github.kafkashare.spark.ack.AcknowledgementPlan
-import io.github.kafkashare.spark.consumer.{PooledShareConsumer, ShareConsumerPool}
+import io.github.kafkashare.spark.consumer.{PooledShareConsumer, ShareConsumerPool, Uninterrupted}
+import io.github.kafkashare.spark.errors.ShareSourceErrors
 import io.github.kafkashare.spark.metrics.{ShareSourceMetrics => Metrics, TaskCounters}
 import io.github.kafkashare.spark.offsets.AcquisitionEntry
 import io.github.kafkashare.spark.options.Decision
@@ -51,6 +52,8 @@ private[reader] final class PinnedPolls(
 
   private type Record = PooledShareConsumer.Record
 
+  // Spark began to stop the query: what this read acquired would belong to a batch that never commits.
+  if (partition.markers.stopping) throw ShareSourceErrors.queryStopped(partition.batch)
   private val clock    = new TaskClock(partition)
   private val unpinned = new UnpinnedRecords(partition, counters, clock)
   // Borrowed until the task's last part is acknowledged; then null (back in the pool, or held).
@@ -90,7 +93,9 @@ private[reader] final class PinnedPolls(
   override def next(): (Record, Int) = if (hasNext) current.next() else Iterator.empty.next()
 
   /** The task ends before its last part (Spark stopped reading, or a failure downstream). */
-  def close(): Unit = if (consumer == null && heldAt != 0L) {
+  def close(): Unit = Uninterrupted(closeNow())
+
+  private def closeNow(): Unit = if (consumer == null && heldAt != 0L) {
     // Two-phase commit, explicit mode: the task's time ends here, after Spark took the held part's rows.
     clock.outsideNanos += System.nanoTime - heldAt
     heldAt = 0L
@@ -233,7 +238,7 @@ private[reader] final class PinnedPolls(
   }
 
   /** A failure: what the consumer holds is ACCEPTed or RELEASEd ([[AcknowledgementPlan.onFailure]]). */
-  private def abandon(pinned: Boolean): Unit = {
+  private def abandon(pinned: Boolean): Unit = Uninterrupted {
     val failed = consumer
     consumer = null
     if (failed != null) {

@@ -8,6 +8,7 @@ import scala.util.control.NonFatal
 import io.github.kafkashare.spark.ack.CommitWatcher
 import io.github.kafkashare.spark.consumer.{Clock, PooledShareConsumer, ShareConsumerPool}
 import io.github.kafkashare.spark.offsets.store.CheckpointStore
+import org.apache.hadoop.util.ShutdownHookManager
 import org.apache.kafka.clients.producer.KafkaProducer
 import org.apache.spark.internal.Logging
 
@@ -21,14 +22,23 @@ import org.apache.spark.internal.Logging
  *  - the dead-letter producers, one per client settings (option kafka.share.deadLetterTopic).
  *
  * Lifecycle. Each is created on first use: a JVM that never reads from a share group starts nothing.
- * The threads are daemons. A shutdown hook, registered with the first consumer pool or producer,
- * closes the pool's idle consumers (what they still hold goes back to the group) and the producers
- * (after sending what they have). What belongs to one query is forgotten when it stops: within a
- * second of its `stopped` marker, the evictor closes its idle consumers and drops its entries once
- * nothing of it is idle or held; the watcher ends its holds. Driver-only state (the explicit-mode
- * queries of [[io.github.kafkashare.spark.ack.ExplicitQueries]]) lives and ends with each query.
+ * The threads are daemons. A shutdown hook, registered with the first consumer pool or producer, runs
+ * at the JVM's exit before Hadoop closes its file systems (the watcher reads the checkpoint), within
+ * [[ExitHookTimeoutSeconds]]: the watcher ends every hold (acknowledged as at a stop, consumers closed),
+ * the pool closes its idle consumers and those that read tasks give back within
+ * [[WaitForLentMs]], and the producers close after sending what they have. Every closed consumer leaves
+ * its group at once, so no member of a stopped application lingers until its session expires. What
+ * belongs to one query is forgotten when it stops: within a second of its `stopped` marker, the
+ * evictor closes its idle consumers and drops its entries once nothing of it is idle or held; the
+ * watcher ends its holds. Driver-only state (the explicit-mode queries of
+ * [[io.github.kafkashare.spark.ack.ExplicitQueries]]) lives and ends with each query.
  */
 object JvmResources extends Logging {
+
+  // Above FileSystem's (10) and Spark's own hooks (40: they stop the SparkContext), so this runs first.
+  private val ExitHookPriority       = 50
+  private val ExitHookTimeoutSeconds = 20L
+  private val WaitForLentMs          = 3000L
 
   @volatile private var pool: ShareConsumerPool = null
   @volatile private var watcher: CommitWatcher  = null
@@ -76,13 +86,17 @@ object JvmResources extends Logging {
 
   private def closeAtExit(): Unit = synchronized {
     if (!hooked) {
-      sys.addShutdownHook(closeAll())
+      // Hadoop's hook manager, as Spark's own hooks use: ordered before FileSystem's hook, and bounded.
+      ShutdownHookManager.get.addShutdownHook(() => closeAll(), ExitHookPriority, ExitHookTimeoutSeconds, TimeUnit.SECONDS)
       hooked = true
     }
   }
 
   private def closeAll(): Unit = {
-    Option(pool).foreach(_.closeAll())
+    try Option(watcher).foreach(_.endAll())
+    catch { case NonFatal(e) => logWarning("kafka-share: ending the commit watcher's holds at exit failed", e) }
+    try Option(pool).foreach(_.closeAll(WaitForLentMs))
+    catch { case NonFatal(e) => logWarning("kafka-share: closing the share consumers at exit failed", e) }
     producers.values.forEach { p =>
       try p.close(Duration.ofSeconds(5))
       catch { case NonFatal(e) => logWarning("closing a dead-letter producer failed", e) }

@@ -52,11 +52,20 @@ class AcknowledgementPlanSuite extends AnyFunSuite {
     assert(release.instead == Decision.Release && release.poolConsumer)
   }
 
-  test("a stopped query's renewed holds end at once, so that no lock outlives its query by more than one") {
-    val twoPhase = check(stopped = true).asInstanceOf[AtCheck.GiveUp]
-    assert(twoPhase.instead == Decision.Accept && twoPhase.why.contains("stopped"))
-    val explicitMode = check(stopped = true, late = true, explicit = true).asInstanceOf[AtCheck.GiveUp]
-    assert(explicitMode.instead == Decision.Release)
+  test("a stopped query's holds end at once, renewed or not, unless their batch committed") {
+    assert(check(stopped = true) == AtCheck.QueryStopped)
+    assert(check(stopped = true, renewable = false) == AtCheck.QueryStopped)
+    assert(check(stopped = true, late = true, explicit = true) == AtCheck.QueryStopped)
+    assert(check(stopped = true, committed = true, explicit = true) == AtCheck.ApplyDecisions)
+  }
+
+  test("at a stop, two-phase commit ACCEPTs; explicit mode applies the stored decisions, else RELEASEs all") {
+    val record = ("t", 0, 5L)
+    assert(atStop(explicit = false, stored = None, Decision.Release)(record) == Decision.Accept)
+    assert(atStop(explicit = true, stored = None, Decision.Accept)(record) == Decision.Release)
+    val stored = Some(Map(record -> Decision.Reject))
+    assert(atStop(explicit = true, stored, Decision.Accept)(record) == Decision.Reject)
+    assert(atStop(explicit = true, stored, Decision.Accept)(("t", 0, 6L)) == Decision.Accept, "undecided: the default")
   }
 
   test("a failed renewal gives up and closes the consumer, whose state is then unknown") {

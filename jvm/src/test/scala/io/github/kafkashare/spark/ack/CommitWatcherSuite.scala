@@ -17,7 +17,7 @@ import org.scalatest.funsuite.AnyFunSuite
  */
 class CommitWatcherSuite extends AnyFunSuite {
 
-  private final class Fixture {
+  private final class Fixture(renewal: Option[CommitWatcher.Renewal] = None) {
     val clock   = new ManualClock
     val pool    = new ShareConsumerPool(clock, new PooledShareConsumer(_))
     val watcher = new CommitWatcher(clock, pool)
@@ -33,7 +33,7 @@ class CommitWatcherSuite extends AnyFunSuite {
       commit,
       conf,
       maxHoldMs = 1000L,
-      renewal = None,
+      renewal,
       explicit = None,
       CommitWatcher.DoneMark(markers, 7L, 0)
     )
@@ -70,5 +70,30 @@ class CommitWatcherSuite extends AnyFunSuite {
     assert(f.watcher.holding == 0)
     assert(f.markers.acknowledged(7L, 0))
     assert(f.consumerIsBack)
+  }
+
+  test("a query's stopped marker ends its hold within a second, renewed or not, and closes the consumer") {
+    for (renewal <- Seq(None, Some(CommitWatcher.Renewal(60000L)))) {
+      val f = new Fixture(renewal)
+      f.watcher.checkHolds()
+      assert(f.watcher.holding == 1)
+      f.markers.markStopped()
+      f.clock.advanceMs(1001) // a look-up is kept a second: the marker is seen at the next one
+      f.watcher.checkHolds()
+      assert(f.watcher.holding == 0, s"renewal $renewal")
+      assert(f.markers.acknowledged(7L, 0))
+      assert(!f.consumerIsBack, "closed, so that it leaves the group, not kept in the pool")
+    }
+  }
+
+  test("endHoldsOf ends the holds of that query only, at once") {
+    val f     = new Fixture
+    val other = f.pool.borrow(f.key.copy(query = f.dir.resolve("other").toString))
+    f.watcher.holdUntilCommitted(other, f.commit, f.conf, 60000L, None, None, CommitWatcher.DoneMark(f.markers, 7L, 1))
+    assert(f.watcher.endHoldsOf(f.key.query) == 1)
+    assert(f.watcher.holding == 1)
+    assert(!f.consumerIsBack)
+    f.watcher.endAll()
+    assert(f.watcher.holding == 0)
   }
 }

@@ -144,4 +144,31 @@ class ShareConsumerPoolSuite extends AnyFunSuite {
     pool.discard(next)
   }
 
+  test("at the JVM's exit every idle consumer is closed, and one a read task gives back after that too") {
+    val pool = new ShareConsumerPool(new ManualClock, new PooledShareConsumer(_))
+    val key  = freshKey()
+    val idle = pool.borrow(key)
+    val lent = pool.borrow(key)
+    pool.giveBack(idle)
+    val giver = new Thread(() => { Thread.sleep(200); pool.giveBack(lent) })
+    giver.start()
+    val started = System.nanoTime
+    pool.closeAll(waitForLentMs = 5000L)
+    assert((System.nanoTime - started) / 1000000L < 4000L, "waits for the lent one only until it is back")
+    giver.join()
+    assert(pool.idleCount(key) == 0)
+    val late = pool.borrow(key)
+    pool.giveBack(late)
+    assert(pool.idleCount(key) == 0, "given back after the exit began: closed, not kept")
+  }
+
+  test("a consumer given back or discarded on an interrupted thread is still handled, and the interrupt kept") {
+    val pool = new ShareConsumerPool(new ManualClock, new PooledShareConsumer(_))
+    val key  = freshKey()
+    val c    = pool.borrow(key)
+    Thread.currentThread.interrupt()
+    pool.giveBack(c)
+    assert(Thread.interrupted())
+    assert(pool.idleCount(key) == 1)
+  }
 }
