@@ -1,7 +1,7 @@
 package io.github.kafkashare.spark.options
 
 /**
- * Renders docs/options.md and the Python package's options_spec.json from [[OptionDeclarations]]; unit
+ * Renders docs/reference/options.md and the Python package's options_spec.json from [[OptionDeclarations]]; unit
  * tests fail when either file drifts.
  */
 object OptionsDoc {
@@ -72,7 +72,7 @@ object OptionsDoc {
   }
 
   def main(args: Array[String]): Unit =
-    Seq("docs/options.md" -> markdown, SpecFile -> spec).foreach { case (file, text) =>
+    Seq("docs/reference/options.md" -> markdown, SpecFile -> spec).foreach { case (file, text) =>
       val target = java.nio.file.Paths.get(file)
       java.nio.file.Files.write(target, text.getBytes("UTF-8"))
       println(s"wrote $target")
