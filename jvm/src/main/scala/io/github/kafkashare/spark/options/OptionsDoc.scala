@@ -28,9 +28,16 @@ object OptionsDoc {
       options.mkString(",\n") + "\n  ]\n}\n"
   }
 
+  /** The user's guide page that tells how to choose an option's value, linked from its row. */
+  val GuidePages: Map[String, String] = Map(
+    OptionDeclarations.Strategy -> "[Choosing a strategy](../guide/strategies.md)",
+    OptionDeclarations.AckMode  -> "[Explicit acknowledgement](../guide/explicit-mode.md)"
+  )
+
   def markdown: String = {
     val rows = OptionDeclarations.all.map { o =>
-      s"| `${o.key}` | ${values(o.kind)} | ${if (o.default.isEmpty) "" else s"`${o.default}`"} | ${o.meaning} |"
+      val meaning = o.meaning + GuidePages.get(o.key).fold("")(link => s" $link.")
+      s"| `${o.key}` | ${values(o.kind)} | ${if (o.default.isEmpty) "" else s"`${o.default}`"} | $meaning |"
     }
     def insteadRows(options: Map[String, String], prefix: String) =
       Seq("| option | instead |", "|---|---|") ++
