@@ -1,4 +1,4 @@
-"""The failure suite: every failure of the delivery contract (docs/internals/delivery-semantics.md, F1 to F11) against every strategy.
+"""The failure suite: every failure of the delivery contract (docs/internals/delivery-semantics.md, F1 to F11), every strategy.
 
 Each cell runs a real kafka-share query (spark_apps/share_stream.py) against a real broker, injects
 one failure at a seeded random point, reads the sink back and counts produced, landed, lost and
