@@ -58,11 +58,13 @@ test-python: $(VENV)/installed-wheel $(VENV)/installed-tools target/bench/tools.
 bench: $(VENV)/installed-wheel $(VENV)/installed-tools target/bench/tools.classpath
 	$(PY) tests/bench/bench.py $(BENCH_ARGS)
 
-# Parallelism past the partition count, with 1 ms of blocking work per record: make bench-scaling SCALING_ARGS="--records 30000"
+# Parallelism past the partition count, with 1 ms of blocking work per record (docs/internals/performance.md,
+# docs/guide/scaling.md): make bench-scaling SCALING_ARGS="--records 30000"
 bench-scaling: $(VENV)/installed-wheel $(VENV)/installed-tools target/bench/tools.classpath
 	$(PY) tests/bench/scaling.py $(SCALING_ARGS)
 
-# p50/p99 from a record's send to the sink's write, real time and micro-batch, at steady rates: make bench-latency LATENCY_ARGS="--rates 1000,5000"
+# p50/p99 from a record's send to the sink's write, real time and micro-batch, at steady rates
+# (docs/internals/real-time-measurements.md): make bench-latency LATENCY_ARGS="--rates 1000,5000"
 bench-latency: $(VENV)/installed-wheel $(VENV)/installed-tools target/bench/tools.classpath
 	$(PY) tests/bench/latency.py $(LATENCY_ARGS)
 
@@ -109,7 +111,7 @@ $(VENV_OLDEST)/installed-wheel: $(WHEEL) $(HARNESS) versions.properties
 metrics-picture: $(VENV)/installed-wheel $(VENV)/installed-tools
 	$(PY) tests/bench/healthy_stream.py $(PICTURE_ARGS)
 
-# The backlog metric building up and draining (docs/reference/metrics.md): make backlog-picture BACKLOG_ARGS="--rate 3000"
+# The backlog metric building up and draining (docs/reference/metrics.md, docs/guide/scaling.md): make backlog-picture BACKLOG_ARGS="--rate 3000"
 backlog-picture: $(VENV)/installed-wheel $(VENV)/installed-tools
 	$(PY) tests/bench/backlog_stream.py $(BACKLOG_ARGS)
 
