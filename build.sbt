@@ -320,7 +320,7 @@ lazy val integration = project
     Test / test               := (Test / test).dependsOn(harness / fetchBrokers, harness / fetchSparkKafkaClients).value
   )
 
-// The real-time cells (docs/guide/real-time.md) in a test JVM of their own, on the oldest Spark line with real-time
+// The real-time cells (docs/internals/real-time-measurements.md) in a test JVM of their own, on the oldest Spark line with real-time
 // mode (spark.realtime): the stream suites' broker and helpers, the connector with its real-time classes.
 lazy val realTimeIntegration = project
   .in(file("tests/realtime-integration"))
