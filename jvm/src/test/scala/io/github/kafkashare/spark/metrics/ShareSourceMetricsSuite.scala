@@ -29,7 +29,8 @@ class ShareSourceMetricsSuite extends AnyFunSuite {
   }
 
   test("docs/reference/metrics.md describes every metric and every query total") {
-    val doc     = new String(Files.readAllBytes(Paths.get(sys.props.getOrElse("kafkashare.root", ".."), "docs/reference/metrics.md")), "UTF-8")
+    val root    = sys.props.getOrElse("kafkashare.root", "..")
+    val doc     = new String(Files.readAllBytes(Paths.get(root, "docs/reference/metrics.md")), "UTF-8")
     val names   = declared.map(_.name) ++ declared.filter(m => m.queryTotal && !m.driver).map(_.totalName)
     val missing = names.filterNot(n => doc.contains(s"`$n`"))
     assert(missing.isEmpty, s"docs/reference/metrics.md does not describe: ${missing.mkString(", ")}")
