@@ -272,7 +272,8 @@ def _template(condition: str) -> list[str | None]:
     if condition in _python_errors():
         parts = _python_errors()[condition]
         # "[{X.condition}] ..." names the condition through a placeholder
-        return [f"[{condition}"] + parts[2:] if parts[:2] == ["[", None] else parts
+        named: list[str | None] = [f"[{condition}"]
+        return named + parts[2:] if parts[:2] == ["[", None] else parts
     main_message, *sub = _catalogue()[condition]
     text = f"[{condition}] " + " ".join([main_message, *sub]).strip()
     return [None if p.startswith("<") else p for p in re.split(r"(<[A-Za-z]+>)", text) if p]
