@@ -49,20 +49,22 @@ test-jvm:
 	$(SBT) fetchScalafmt connector/test connector/assembly connector/publish harness/exportHarnessClasspath harness/fetchBenchTools harness/fetchS3Jars integration/test realTimeIntegration/test
 	@touch $(MAVEN_REPO)
 
-# Two workers, one per core: the Spark and broker JVMs of one test keep a core busy (docs/testing.md).
+# Two workers, one per core: the Spark and broker JVMs of one test keep a core busy (docs/internals/testing.md).
 test-python: $(VENV)/installed-wheel $(VENV)/installed-tools target/bench/tools.classpath $(S3_JARS) $(GCS) $(MAVEN_REPO) typecheck lint
 	$(PY) -m pytest -n 2 --dist loadgroup --durations=20 tests/python --ignore=tests/python/test_delta_sink.py
 
-# Throughput against Kafka's share consumer tool and Spark's own Kafka source (docs/performance.md).
+# Throughput against Kafka's share consumer tool and Spark's own Kafka source (docs/internals/performance.md).
 # Parameters: make bench BENCH_ARGS="--records 500000 --partitions 4 --parallelism 4"
 bench: $(VENV)/installed-wheel $(VENV)/installed-tools target/bench/tools.classpath
 	$(PY) tests/bench/bench.py $(BENCH_ARGS)
 
-# Parallelism past the partition count, with 1 ms of blocking work per record: make bench-scaling SCALING_ARGS="--records 30000"
+# Parallelism past the partition count, with 1 ms of blocking work per record (docs/internals/performance.md,
+# docs/guide/scaling.md): make bench-scaling SCALING_ARGS="--records 30000"
 bench-scaling: $(VENV)/installed-wheel $(VENV)/installed-tools target/bench/tools.classpath
 	$(PY) tests/bench/scaling.py $(SCALING_ARGS)
 
-# p50/p99 from a record's send to the sink's write, real time and micro-batch, at steady rates: make bench-latency LATENCY_ARGS="--rates 1000,5000"
+# p50/p99 from a record's send to the sink's write, real time and micro-batch, at steady rates
+# (docs/internals/real-time-measurements.md): make bench-latency LATENCY_ARGS="--rates 1000,5000"
 bench-latency: $(VENV)/installed-wheel $(VENV)/installed-tools target/bench/tools.classpath
 	$(PY) tests/bench/latency.py $(LATENCY_ARGS)
 
@@ -105,29 +107,29 @@ $(VENV_OLDEST)/installed-wheel: $(WHEEL) $(HARNESS) versions.properties
 	$(VENV_OLDEST)/bin/python -m pip install --quiet --force-reinstall --no-deps $(WHEEL)
 	@touch $@
 
-# What a healthy stream's metrics look like, from a real run: docs/images/healthy-stream.png (docs/observability.md).
+# What a healthy stream's metrics look like, from a real run: docs/images/healthy-stream.png (docs/reference/metrics.md).
 metrics-picture: $(VENV)/installed-wheel $(VENV)/installed-tools
 	$(PY) tests/bench/healthy_stream.py $(PICTURE_ARGS)
 
-# The backlog metric building up and draining (docs/observability.md): make backlog-picture BACKLOG_ARGS="--rate 3000"
+# The backlog metric building up and draining (docs/reference/metrics.md, docs/guide/scaling.md): make backlog-picture BACKLOG_ARGS="--rate 3000"
 backlog-picture: $(VENV)/installed-wheel $(VENV)/installed-tools
 	$(PY) tests/bench/backlog_stream.py $(BACKLOG_ARGS)
 
-# The failure suite: F1 to F11 x every strategy, and a 3-node cluster losing a node (docs/reliability.md).
+# The failure suite: F1 to F11 x every strategy, and a 3-node cluster losing a node (docs/internals/reliability.md).
 # Parameters: make chaos CHAOS_ARGS="--seed 42 --records 4000 --failures F3,F6 --strategies checkpoint-dedup"
 chaos: $(VENV)/installed-wheel $(VENV)/installed-tools target/bench/tools.classpath
 	cd tests/python && ../../$(PY) chaos.py --cluster $(CHAOS_ARGS)
 
 # Many driver crashes of one two-phase-commit (and one checkpoint-dedup) query into Delta: 20,000 records,
 # 4 partitions, parallelism 4, 5 kills at random moments and 3 after the sink committed a batch, then a
-# clean run (docs/reliability.md). On the oldest Spark, the one Delta supports.
+# clean run (docs/internals/reliability.md). On the oldest Spark, the one Delta supports.
 # Parameters: make crash-series CRASH_ARGS="--seed 42 --strategies two-phase-commit"
 crash-series: $(VENV_OLDEST)/installed-wheel $(DELTA_JARS)
 	cd tests/python && KAFKASHARE_RESULTS=target/crash-series KAFKASHARE_DELTA_JARS=$$(cat ../../$(DELTA_JARS)) \
 		../../$(VENV_OLDEST)/bin/python crash_series.py $(CRASH_ARGS)
 
 # The long run: a steady produce rate for 12 minutes, a failure every minute, live heap of driver and
-# executors each minute (docs/reliability.md). Parameters: make longrun LONGRUN_ARGS="--minutes 20 --rate 500"
+# executors each minute (docs/internals/reliability.md). Parameters: make longrun LONGRUN_ARGS="--minutes 20 --rate 500"
 longrun: $(VENV)/installed-wheel $(VENV)/installed-tools target/bench/tools.classpath
 	cd tests/python && ../../$(PY) longrun.py $(LONGRUN_ARGS)
 

@@ -66,7 +66,7 @@ lazy val connector = project
     }.taskValue,
     Test / fork := true,
     Test / javaOptions += s"-Dkafkashare.root=${(LocalRootProject / baseDirectory).value}",
-    // Why shade: docs/architecture/packaging.md. In short, Spark's own Kafka source puts
+    // Why shade: docs/internals/packaging.md. In short, Spark's own Kafka source puts
     // kafka-clients 3.9 (no share consumer) on the class path of the same application.
     assembly / assemblyShadeRules := Seq(
       ShadeRule.rename("org.apache.kafka.**" -> s"$shadedKafkaPackage.@1").inAll,
@@ -134,7 +134,7 @@ lazy val connector = project
 
 // Spark's real-time mode (Spark 4.1 and later): the stream and reader that implement its interfaces, built
 // against Spark 4.1 and put into the connector's jar; the connector loads them only where Spark has the
-// interfaces (docs/real-time-mode.md).
+// interfaces (docs/guide/real-time.md).
 lazy val realTime = project
   .in(file("jvm/realtime"))
   .dependsOn(connector)
@@ -308,7 +308,7 @@ lazy val integration = project
     Test / javaOptions ++= sparkJavaOptions ++ Seq(
       "-Xmx3g",
       // sbt's forked runner runs as many suites at once as the JVM sees processors: 3 on the 2-core machine,
-      // since most of a stream suite's time is waiting (see testForkedParallel below; docs/testing.md).
+      // since most of a stream suite's time is waiting (see testForkedParallel below; docs/internals/testing.md).
       "-XX:ActiveProcessorCount=3",
       s"-Dkafkashare.root=${(LocalRootProject / baseDirectory).value}",
       s"-Dkafkashare.broker.versions=${brokerVersions.mkString(",")}"
@@ -320,7 +320,7 @@ lazy val integration = project
     Test / test               := (Test / test).dependsOn(harness / fetchBrokers, harness / fetchSparkKafkaClients).value
   )
 
-// The real-time cells (docs/real-time-mode.md) in a test JVM of their own, on the oldest Spark line with real-time
+// The real-time cells (docs/internals/real-time-measurements.md) in a test JVM of their own, on the oldest Spark line with real-time
 // mode (spark.realtime): the stream suites' broker and helpers, the connector with its real-time classes.
 lazy val realTimeIntegration = project
   .in(file("tests/realtime-integration"))

@@ -1,4 +1,4 @@
-"""The benchmarks' charts (PNG, for docs/performance.md), drawn from the figures of the run that printed them."""
+"""The benchmarks' charts (PNG, for docs/internals/performance.md), drawn from the figures of the run that printed them."""
 
 from __future__ import annotations
 

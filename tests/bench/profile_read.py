@@ -1,4 +1,4 @@
-"""`make bench-profile`: where a kafka-share read task's time goes, batch by batch (docs/performance.md).
+"""`make bench-profile`: where a kafka-share read task's time goes, batch by batch (docs/internals/performance.md).
 
 One broker, the records of `make bench` (4 partitions of 100-byte records in lz4 batches), one
 kafka-share read clocked as `make bench` clocks it, with `PinnedPolls` logging at DEBUG what each read

@@ -32,7 +32,7 @@ builder = (
     .config("spark.sql.shuffle.partitions", "2")
     .config("spark.sql.streaming.numRecentProgressUpdates", "100000")
 )
-if config.get("driver_java_options"):  # a profiler, for example (docs/performance.md)
+if config.get("driver_java_options"):  # a profiler, for example (docs/internals/performance.md)
     builder = builder.config("spark.driver.extraJavaOptions", config["driver_java_options"])
 if config["source"] == "kafka-share":
     builder = spark_kafka_share.configure(builder)

@@ -1,4 +1,4 @@
-"""The failure suite: every failure of the delivery contract (docs/delivery-semantics.md, F1 to F11) against every strategy.
+"""The failure suite: every failure of the delivery contract (docs/internals/delivery-semantics.md, F1 to F11), every strategy.
 
 Each cell runs a real kafka-share query (spark_apps/share_stream.py) against a real broker, injects
 one failure at a seeded random point, reads the sink back and counts produced, landed, lost and
@@ -10,7 +10,7 @@ SIGKILL for the driver (F4, F5), an executor (F3) and the broker (F6), SIGSTOP f
                                  [--cluster]
 
 `make chaos` runs every cell, the 3-node cluster scenario and writes target/chaos/table.md;
-docs/reliability.md holds the latest table. The pytest suite (test_delivery.py) runs a subset of the
+docs/internals/reliability.md holds the latest table. The pytest suite (test_delivery.py) runs a subset of the
 same cells in CI.
 """
 

@@ -13,7 +13,7 @@ metrics of the last batch (records on their last delivery attempt among them).
                                         [--strategies two-phase-commit,checkpoint-dedup]
 
 `make crash-series` runs it on the oldest Spark (Delta supports no newer pyspark yet) with Delta's jars;
-docs/reliability.md holds the latest table. Exit 1 when a record is lost, doubled (both strategies are
+docs/internals/reliability.md holds the latest table. Exit 1 when a record is lost, doubled (both strategies are
 exactly-once) or a restart failed.
 """
 

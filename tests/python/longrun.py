@@ -10,7 +10,7 @@ checkpoint (F4/F5). Before each failure the live heap of the driver and of every
 (a full GC, then jstat): a leak shows as a heap that grows from minute to minute.
 
 At the end it waits for the sink to hold every produced key, then counts lost and doubled and prints
-the heap table. `make longrun` runs it; docs/reliability.md holds the latest figures. Exits 1 when a
+the heap table. `make longrun` runs it; docs/internals/reliability.md holds the latest figures. Exits 1 when a
 record was lost, or doubled with an exactly-once strategy.
 """
 

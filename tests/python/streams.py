@@ -20,7 +20,7 @@ def prepare(
     topic, group = fresh_name("orders"), fresh_name("spark")
     broker.create_topic(topic, partitions)
     # By default the shortest lock the broker allows; with the short session of TEST_GROUP_TIMING, records
-    # held by a killed driver come back within seconds (docs/operations.md).
+    # held by a killed driver come back within seconds (docs/guide/operating.md).
     broker.group_config(group, {"share.record.lock.duration.ms": str(lock_ms), **TEST_GROUP_TIMING})
     broker.produce(topic, records)
     return topic, group

@@ -1,6 +1,6 @@
 """The delivery contract in CI: a subset of the chaos suite's cells (chaos.py), against real Spark and a real broker.
 
-Every cell injects one failure of the delivery contract (docs/delivery-semantics.md) for real, reads the sink back and
+Every cell injects one failure of the delivery contract (docs/internals/delivery-semantics.md) for real, reads the sink back and
 counts. Lost must be 0 everywhere; doubled must be 0 for the exactly-once strategies. `make chaos`
 runs every cell (all failures x all strategies, plus a 3-node cluster) and prints the table.
 """

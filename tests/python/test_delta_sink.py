@@ -34,7 +34,7 @@ def test_foreach_batch_into_delta_survives_driver_crashes(
     queries = []
     for strategy in strategies:
         # The default lock (30 s): on 2 cores Delta's first batches on Spark 4.0 take 15 to 20 s, and a
-        # two-phase-commit batch longer than its locks spends delivery attempts (docs/delivery-semantics.md).
+        # two-phase-commit batch longer than its locks spends delivery attempts (docs/internals/delivery-semantics.md).
         topic, group = prepare(broker, fresh_name, records=RECORDS, lock_ms=30000)
         own = tmp_path / strategy
         queries.append(

@@ -150,7 +150,7 @@ def check_a_poison_record_goes_to_the_dead_letter_topic_and_the_stream_goes_on(b
 def test_a_failed_batch_in_explicit_mode_loses_nothing(broker: Broker, fresh_name: Callable[[str], str], tmp_path: Path) -> None:
     records = 500
     # The failure stops the query, and the commit watcher RELEASEs the failed batch's held records
-    # (docs/explicit-mode.md); the restart runs the batch again from its pins, and the released records
+    # (docs/guide/explicit-mode.md); the restart runs the batch again from its pins, and the released records
     # come back to a later batch, which drops them as redeliveries with the re-run's decisions. The app
     # waits for that drop (a CI run once ended before the second task's records came back, and a plain
     # consumer then found them in the group). Without renewal (4.1) the hold ends at 80% of the lock.

@@ -4,7 +4,7 @@ served by fake-gcs-server and reached through Hadoop's GCS connector.
 On S3 and GCS a rename is a check followed by a copy, so the rename-without-overwrite that publishes a log
 file elsewhere lets two writers both win. The source writes its logs there with S3's conditional write
 (If-None-Match: *), or the GCS connector's create without overwrite (an upload on condition
-ifGenerationMatch=0), instead (docs/architecture/checkpoints.md). These tests race writers for the same
+ifGenerationMatch=0), instead (docs/internals/checkpoints.md). These tests race writers for the same
 files on the real protocols, and crash a driver whose checkpoint is in the bucket.
 """
 

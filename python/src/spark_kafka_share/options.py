@@ -55,9 +55,9 @@ def _check(name: str, value: object) -> None:
 
 @dataclass(frozen=True)
 class KafkaShareOptions:
-    """The kafka-share source's options; docs/options.md explains each one.
+    """The kafka-share source's options; docs/reference/options.md explains each one.
 
-    A field left at None is not sent: the source applies its own default (docs/options.md), so a default
+    A field left at None is not sent: the source applies its own default (docs/reference/options.md), so a default
     changed in the connector reaches Python users too. ``to_dict`` holds only what was set here."""
 
     bootstrap_servers: str

@@ -7,7 +7,7 @@ import io.github.kafkashare.spark.options.Decision
  * read task ([[io.github.kafkashare.spark.reader.PinnedPolls]]) and the commit watcher ([[CommitWatcher]])
  * do the sending, and `AcknowledgementPlanSuite` tests each rule without a broker.
  *
- * The rules, from docs/delivery-semantics.md: nothing is ACCEPTed before it is pinned; a record pinned
+ * The rules, from docs/internals/delivery-semantics.md: nothing is ACCEPTed before it is pinned; a record pinned
  * to a batch is never RELEASEd by a failure (the batch replays it, and another member must not emit it
  * meanwhile); records held until the commit get the batch's decisions once the commit is there, and
  * only then, unless their locks are about to run out or their query stopped ([[atStop]]).

@@ -7,7 +7,7 @@ import com.fasterxml.jackson.databind.{JsonNode, ObjectMapper}
 /**
  * The source's error conditions, read from error/kafka-share-error-conditions.json, in the format of
  * Spark's own catalogues (a condition, its message with `<parameter>`s, its SQLSTATE, and sub-conditions
- * named `MAIN.SUB`), plus a `help` text per condition that docs/troubleshooting.md is generated from.
+ * named `MAIN.SUB`), plus a `help` text per condition that docs/reference/errors.md is generated from.
  * Read with Jackson rather than Spark's ErrorClassesJsonReader: that class is internal to Spark and
  * changed between the Spark lines the connector runs on.
  */

@@ -3,14 +3,14 @@ package io.github.kafkashare.spark.errors
 import java.nio.file.{Files, Path, Paths}
 
 /**
- * Renders the errors part of docs/troubleshooting.md from the catalogue ([[ErrorCatalogue]]), between
+ * Renders the errors part of docs/reference/errors.md from the catalogue ([[ErrorCatalogue]]), between
  * two marker lines; the rest of the file (the introduction, the warnings, the symptoms) is written by
  * hand. A unit test fails when the file drifts. Run:
  * `build/sbt "connector/Test/runMain io.github.kafkashare.spark.errors.ErrorsDoc"` (the test class path
  * has Jackson, which Spark provides at run time).
  */
 object ErrorsDoc {
-  val File  = "docs/troubleshooting.md"
+  val File  = "docs/reference/errors.md"
   val Begin = "<!-- errors: generated from jvm/src/main/resources/error/kafka-share-error-conditions.json by ErrorsDoc -->"
   val End   = "<!-- end of the generated errors -->"
 

@@ -28,7 +28,7 @@ final class ShareSourceStateException(val condition: String, val parameters: Map
 
 /**
  * Every error a user can get from the source, one factory each, each with its condition: the wording
- * lives in the catalogue, and docs/troubleshooting.md is generated from it. Each message names the
+ * lives in the catalogue, and docs/reference/errors.md is generated from it. Each message names the
  * option or setting and the fix.
  */
 object ShareSourceErrors {

@@ -7,7 +7,7 @@ import io.github.kafkashare.spark.offsets.TopicPartitionRanges
  *
  * Per partition, the log end offset minus the group's start offset (below which everything is
  * acknowledged for good), minus the records this query pinned above the start offset (acknowledged,
- * or held until the batch commits: the start offset trails acknowledgements, docs/kafka-facts.md).
+ * or held until the batch commits: the start offset trails acknowledgements, docs/internals/kafka-facts.md).
  * Works on 4.1 brokers: it needs only ListOffsets and ListShareGroupOffsets.
  *
  * What the source cannot see is counted as available: records that other members of the group

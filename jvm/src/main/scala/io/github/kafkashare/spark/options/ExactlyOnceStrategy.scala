@@ -1,6 +1,6 @@
 package io.github.kafkashare.spark.options
 
-/** What the source promises about duplicates, and when it ACCEPTs: docs/delivery-semantics.md. */
+/** What the source promises about duplicates, and when it ACCEPTs: docs/internals/delivery-semantics.md. */
 sealed abstract class ExactlyOnceStrategy(val name: String) {
 
   /** Whether redeliveries of pinned records are dropped (acknowledged quietly, not emitted). */

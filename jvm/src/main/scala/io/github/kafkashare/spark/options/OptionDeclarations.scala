@@ -2,7 +2,7 @@ package io.github.kafkashare.spark.options
 
 /**
  * One option, declared once: its key, the field of the Python builder (`KafkaShareOptions`), what values
- * it takes, its default and meaning. The Scala parser checks values by it, docs/options.md and the
+ * it takes, its default and meaning. The Scala parser checks values by it, docs/reference/options.md and the
  * Python package's `options_spec.json` are generated from it (OptionsDoc), and tests fail on drift.
  */
 final case class OptionDeclaration(key: String, python: String, kind: OptionKind, default: String, meaning: String)

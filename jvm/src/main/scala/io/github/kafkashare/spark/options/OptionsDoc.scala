@@ -1,7 +1,7 @@
 package io.github.kafkashare.spark.options
 
 /**
- * Renders docs/options.md and the Python package's options_spec.json from [[OptionDeclarations]]; unit
+ * Renders docs/reference/options.md and the Python package's options_spec.json from [[OptionDeclarations]]; unit
  * tests fail when either file drifts.
  */
 object OptionsDoc {
@@ -28,9 +28,16 @@ object OptionsDoc {
       options.mkString(",\n") + "\n  ]\n}\n"
   }
 
+  /** The user's guide page that tells how to choose an option's value, linked from its row. */
+  val GuidePages: Map[String, String] = Map(
+    OptionDeclarations.Strategy -> "[Choosing a strategy](../guide/strategies.md)",
+    OptionDeclarations.AckMode  -> "[Explicit acknowledgement](../guide/explicit-mode.md)"
+  )
+
   def markdown: String = {
     val rows = OptionDeclarations.all.map { o =>
-      s"| `${o.key}` | ${values(o.kind)} | ${if (o.default.isEmpty) "" else s"`${o.default}`"} | ${o.meaning} |"
+      val meaning = o.meaning + GuidePages.get(o.key).fold("")(link => s" $link.")
+      s"| `${o.key}` | ${values(o.kind)} | ${if (o.default.isEmpty) "" else s"`${o.default}`"} | $meaning |"
     }
     def insteadRows(options: Map[String, String], prefix: String) =
       Seq("| option | instead |", "|---|---|") ++
@@ -72,7 +79,7 @@ object OptionsDoc {
   }
 
   def main(args: Array[String]): Unit =
-    Seq("docs/options.md" -> markdown, SpecFile -> spec).foreach { case (file, text) =>
+    Seq("docs/reference/options.md" -> markdown, SpecFile -> spec).foreach { case (file, text) =>
       val target = java.nio.file.Paths.get(file)
       java.nio.file.Files.write(target, text.getBytes("UTF-8"))
       println(s"wrote $target")

@@ -5,7 +5,7 @@ import org.apache.kafka.clients.consumer.KafkaShareConsumer
 /**
  * Users write Kafka class names as Kafka documents them (`org.apache.kafka.common.security.plain.PlainLoginModule`
  * in `sasl.jaas.config`, callback handler classes, ...), but the connector jar carries kafka-clients under
- * another package (docs/architecture/packaging.md). This maps those names to the package the clients
+ * another package (docs/internals/packaging.md). This maps those names to the package the clients
  * really live in, so both the documented and the shaded spellings work.
  */
 object ShadedClassNames {

@@ -3,7 +3,7 @@ package io.github.kafkashare.spark.planning
 /**
  * What the cluster offers beyond Kafka 4.1's share groups, read once when the query starts, and, for
  * each thing it lacks, why: the source uses a feature where the cluster has it and behaves as on 4.1
- * where it does not, and says which once, at start (docs/operations.md, "Features by broker").
+ * where it does not, and says which once, at start (docs/guide/operating.md, "Features by broker").
  *
  * No public API tells the ShareFetch and ShareAcknowledge versions a broker serves; they follow its
  * software: every 4.2+ broker serves v2 (RENEW), 4.1 only v1. The line reported is the bootstrap

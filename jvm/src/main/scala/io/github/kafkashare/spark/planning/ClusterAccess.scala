@@ -109,7 +109,7 @@ final class ClusterAccess(options: ShareSourceOptions) extends ClusterView with 
 
   /**
    * The group's start offset per partition: every record below it is acknowledged for good.
-   * It trails the acknowledgements (docs/kafka-facts.md), which is safe for pruning. Empty when the
+   * It trails the acknowledgements (docs/internals/kafka-facts.md), which is safe for pruning. Empty when the
    * group has no state yet.
    */
   def groupStartOffsets(): Map[(String, Int), Long] = groupOffsets().map { case (tp, o) => tp -> o.start }

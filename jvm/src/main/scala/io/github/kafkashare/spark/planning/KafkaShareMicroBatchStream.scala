@@ -257,7 +257,7 @@ class KafkaShareMicroBatchStream(
         logWarning(s"kafka-share: batch ${start.batch} took $batchMs ms, more than 80% of the lock duration " +
           s"($lockDurationMs ms) for which ${if (explicit.nonEmpty) "explicit acknowledgement" else "two-phase-commit"} holds " +
           "records. Raise the group's share.record.lock.duration.ms " +
-          "(docs/operations.md) or make batches smaller (maxRecordsPerTrigger)")
+          "(docs/guide/operating.md) or make batches smaller (maxRecordsPerTrigger)")
     }
     if (lastBatchStats.records > 0) probeWaitMs = lockDurationMs
   }

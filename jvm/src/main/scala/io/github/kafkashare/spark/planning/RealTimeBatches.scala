@@ -9,7 +9,7 @@ import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.connector.read.streaming.PartitionOffset
 
 /**
- * Spark's real-time mode on the driver (docs/real-time-mode.md). A real-time batch has no end when it
+ * Spark's real-time mode on the driver (docs/guide/real-time.md). A real-time batch has no end when it
  * starts: Spark runs its tasks until the trigger's duration is over, then hands the driver each task's
  * end and writes their merge to its offset log. So a batch is Spark's batch id and the log tasks it ran:
  *  - `parallelism` tasks at log indexes from `firstTask`: 0 in a batch's first run. Spark does not replay

@@ -134,7 +134,7 @@ object StreamStart extends Logging {
       s"${if (options.mode == AcknowledgmentMode.Implicit) options.strategy.name else "explicit mode"} " +
       s"holds records until their batch commits and cannot renew their locks here (${features.renew.why}): a batch " +
       s"that takes longer than 80% of the lock duration ($lockDurationMs ms) has its records acknowledged before it " +
-      "commits (docs/delivery-semantics.md, 'Held records and the lock')")
+      "commits (docs/internals/delivery-semantics.md, 'Held records and the lock')")
 
   /** Explicit mode: only foreachBatch can decide; the query's logs are registered for its decisions. */
   private def registerExplicitMode(

@@ -15,7 +15,7 @@ import io.github.kafkashare.spark.offsets.{AcquisitionEntry, TopicPartitionRange
  * The siblings' parts are listed once per poll, and each part is read once (a part never changes after
  * it is written). Records are looked up one by one only in the partitions where the poll's offsets reach
  * into a pinned range: a backlog's polls are new offsets, and a lookup per record was a tenth of a read
- * task's CPU (docs/performance.md).
+ * task's CPU (docs/internals/performance.md).
  */
 private[reader] final class PinnedElsewhere(partition: KafkaShareInputPartition) {
 

@@ -25,7 +25,7 @@ class TroubleshootingDocSuite extends AnyFunSuite {
     m.getName -> m.invoke(ShareSourceErrors, args: _*).asInstanceOf[ShareSourceException]
   }
 
-  test("docs/troubleshooting.md is what the error catalogue generates") {
+  test("docs/reference/errors.md is what the error catalogue generates") {
     val file   = Paths.get(sys.props.getOrElse("kafkashare.root", ".."), ErrorsDoc.File)
     val onDisk = new String(Files.readAllBytes(file), "UTF-8")
     assert(

@@ -28,10 +28,11 @@ class ShareSourceMetricsSuite extends AnyFunSuite {
     assertThrows[IllegalArgumentException](counters.add(Backlog, 1)) // a driver metric has no task value
   }
 
-  test("docs/observability.md describes every metric and every query total") {
-    val doc     = new String(Files.readAllBytes(Paths.get(sys.props.getOrElse("kafkashare.root", ".."), "docs/observability.md")), "UTF-8")
+  test("docs/reference/metrics.md describes every metric and every query total") {
+    val root    = sys.props.getOrElse("kafkashare.root", "..")
+    val doc     = new String(Files.readAllBytes(Paths.get(root, "docs/reference/metrics.md")), "UTF-8")
     val names   = declared.map(_.name) ++ declared.filter(m => m.queryTotal && !m.driver).map(_.totalName)
     val missing = names.filterNot(n => doc.contains(s"`$n`"))
-    assert(missing.isEmpty, s"docs/observability.md does not describe: ${missing.mkString(", ")}")
+    assert(missing.isEmpty, s"docs/reference/metrics.md does not describe: ${missing.mkString(", ")}")
   }
 }

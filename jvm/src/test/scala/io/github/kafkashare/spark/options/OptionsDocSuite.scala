@@ -5,12 +5,12 @@ import java.nio.file.{Files, Paths}
 import org.scalatest.funsuite.AnyFunSuite
 
 class OptionsDocSuite extends AnyFunSuite {
-  test("docs/options.md is what the option declarations generate") {
-    val file   = Paths.get(sys.props.getOrElse("kafkashare.root", ".."), "docs", "options.md")
+  test("docs/reference/options.md is what the option declarations generate") {
+    val file   = Paths.get(sys.props.getOrElse("kafkashare.root", ".."), "docs", "reference", "options.md")
     val onDisk = new String(Files.readAllBytes(file), "UTF-8")
     assert(
       onDisk == OptionsDoc.markdown,
-      "docs/options.md is out of date: build/sbt \"connector/runMain io.github.kafkashare.spark.options.OptionsDoc\""
+      "docs/reference/options.md is out of date: build/sbt \"connector/runMain io.github.kafkashare.spark.options.OptionsDoc\""
     )
   }
 

@@ -168,7 +168,7 @@ class ShareSourceOptionsSuite extends AnyFunSuite {
     ).foreach { case (typo, meant) => assertSuggests(typo, meant) }
     val far = failure(required + ("checkpointLocation" -> "/tmp/x"))
     assert(far.contains("option 'checkpointLocation' is not an option of kafka-share") && !far.contains("did you mean"), far)
-    assert(far.contains("docs/options.md"), far)
+    assert(far.contains("docs/reference/options.md"), far)
   }
 
   test("options of Spark's built-in Kafka source name what to use instead") {

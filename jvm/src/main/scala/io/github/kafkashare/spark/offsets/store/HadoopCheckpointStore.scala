@@ -19,7 +19,7 @@ import org.apache.hadoop.fs.{FileSystem, Path}
  * on older S3A (Spark 4.0's Hadoop 3.4.1) the same PUT goes through S3A's own client
  * ([[S3ConditionalPut]]); on GCS the connector's create without overwrite is such a write
  * ([[GcsCreateNew]]). Where none holds, [[createIfAbsentAtomic]] is false and the driver warns at start
- * (docs/architecture/checkpoints.md). A manager the user set is trusted instead (see [[apply]]).
+ * (docs/internals/checkpoints.md). A manager the user set is trusted instead (see [[apply]]).
  */
 final class HadoopCheckpointStore private (
     manager: SparkCheckpointFileManager,

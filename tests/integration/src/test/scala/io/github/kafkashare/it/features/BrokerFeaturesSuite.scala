@@ -57,7 +57,7 @@ class BrokerFeaturesSuite extends ShareStreamTest {
       kafka.produce(topic, 1000)
       // Every record acknowledged, by a plain share consumer that then leaves; then 700 more wait. The
       // broker knows exactly what was acknowledged; the source's computation counts from the start offset,
-      // which trails the acknowledgements (docs/kafka-facts.md): it may count more, never fewer.
+      // which trails the acknowledgements (docs/internals/kafka-facts.md): it may count more, never fewer.
       assert(kafka.shareConsume(group, Seq(topic), expected = 1000).size == 1000)
       kafka.produce(topic, 700, firstKey = 1000)
       val access = cluster(prepared.broker, group, topic)

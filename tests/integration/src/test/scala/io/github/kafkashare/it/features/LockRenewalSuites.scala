@@ -26,7 +26,7 @@ import org.apache.spark.sql.streaming.Trigger
  * "did not come within the lock duration" warning), and every record landed once, at delivery count 1.
  * A two-phase-commit query and an explicit-mode query run on each broker line, all side by side in one
  * test, their slow batches at the same time, each with its own topic and group.
- * `-Dkafkashare.slowBatchSeconds=300` in the test JVM's options gives the 5-minute batch (docs/explicit-mode.md).
+ * `-Dkafkashare.slowBatchSeconds=300` in the test JVM's options gives the 5-minute batch (docs/internals/delivery-semantics.md).
  */
 abstract class LockRenewalCells extends ShareStreamTest {
 

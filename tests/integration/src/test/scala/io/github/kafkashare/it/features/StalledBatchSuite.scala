@@ -20,7 +20,7 @@ import org.apache.spark.sql.streaming.Trigger
  * so that fetches round up past them), checkpoint-dedup (ACCEPTs each part at once), 15 s locks, and the
  * first batch with records stalls `kafkashare.stallSeconds` (45 by default: three locks). Every broker
  * line runs its cell at once. From 4.2: every row at delivery count 1. On 4.1: nothing lost or doubled, and
- * the spread of delivery counts is reported (docs/delivery-semantics.md keeps the figures).
+ * the spread of delivery counts is reported (docs/internals/delivery-semantics.md keeps the figures).
  */
 final class StalledBatchSuite extends ShareStreamTest {
 

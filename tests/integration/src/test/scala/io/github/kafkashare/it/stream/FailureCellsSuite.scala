@@ -10,7 +10,7 @@ import org.apache.spark.sql.DataFrame
 import org.apache.spark.sql.functions.{col, lit, udf}
 
 /**
- * The delivery contract's failures that need no process to die (docs/delivery-semantics.md, "What was tested"),
+ * The delivery contract's failures that need no process to die (docs/internals/delivery-semantics.md, "What was tested"),
  * each against every strategy it applies to, counted as the chaos suite counts (tests/python/chaos.py,
  * which runs them too, with `make chaos`): lost 0 everywhere, doubled 0 for the exactly-once ones.
  *   F1  a read task throws midway; Spark retries it

@@ -28,7 +28,7 @@ object RealTimeSpark {
 }
 
 /**
- * The delivery contract in Spark's real-time mode (docs/real-time-mode.md), in the test JVM: one query per
+ * The delivery contract in Spark's real-time mode (docs/internals/real-time-measurements.md), in the test JVM: one query per
  * strategy that real time offers (`none`, `idempotent`, `checkpoint-dedup`), side by side on one topic, each
  * in its own group, writing through a foreach sink that keeps every row (RowLog). Records are produced while
  * the queries run; a failure strikes in the middle of a batch; every record must land in what the sink keeps
