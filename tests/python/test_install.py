@@ -3,9 +3,12 @@
 - pip: the wheel into a fresh virtualenv holding only pyspark; configure(); a stream defined in SQL
   (`CREATE TABLE ... USING kafka-share`, then `readStream.table`).
 - spark-submit --packages: the Maven repository the build publishes (target/maven-repo); the script
-  never names the jar.
-- Spark Connect: a local Connect server started with the jar, a client on sc://localhost, options
-  from the plain-Python builders.
+  never names the jar, and calls configure() once the session runs, as the README says.
+- spark-submit --jars of a copy of the jar at another path: configure() after the session started, and
+  before it (then it adds no second copy and drops none of the submitted jars).
+- Spark Connect: a local Connect server started with a copy of the jar, a client on sc://localhost that
+  calls configure(), options from the plain-Python builders.
+- Without the jar (spark-submit, Spark Connect): configure() raises JarNotLoadedError naming the fix.
 """
 
 from __future__ import annotations
@@ -29,6 +32,8 @@ import pytest
 import spark_kafka_share
 from harness import ROOT, Broker, broker_versions, pins
 
+NO_JAR_APP = Path(__file__).resolve().parent / "spark_apps" / "session_without_jar.py"
+
 NEWEST = broker_versions()[-1]
 APP = Path(__file__).resolve().parent / "spark_apps" / "install_read.py"
 VERSION = spark_kafka_share.__version__
@@ -51,6 +56,14 @@ def _run(command: list[str], work: Path, timeout: float = 400, env: dict[str, st
     assert done.returncode == 0, f"{' '.join(command)[:300]} exited {done.returncode}:\n{done.stderr[-5000:]}"
     result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
     return result
+
+
+def _jar_elsewhere(tmp_path: Path) -> Path:
+    """A copy of the connector jar outside the wheel, as a user downloads or uploads it."""
+    copy = tmp_path / "libs" / f"spark-kafka-share_2.13-{VERSION}.jar"
+    copy.parent.mkdir(parents=True)
+    copy.write_bytes(spark_kafka_share.jar_path().read_bytes())
+    return copy
 
 
 def _spark_env() -> dict[str, str]:
@@ -112,7 +125,7 @@ def test_pip_install_into_a_fresh_virtualenv_then_a_stream_defined_in_sql(broker
 
 
 @pytest.mark.parametrize("broker", [NEWEST], indirect=True, ids=[f"kafka-{NEWEST}"])
-def test_spark_submit_packages_from_the_published_maven_repository(broker: Broker, tmp_path: Path) -> None:
+def test_spark_submit_packages_from_the_published_maven_repository_then_configure(broker: Broker, tmp_path: Path) -> None:
     pom_file = MAVEN_REPO / "io/github/kafkashare/spark-kafka-share_2.13" / VERSION / f"spark-kafka-share_2.13-{VERSION}.pom"
     pom = ElementTree.parse(pom_file).getroot()
     ns = {"m": "http://maven.apache.org/POM/4.0.0"}
@@ -120,7 +133,7 @@ def test_spark_submit_packages_from_the_published_maven_repository(broker: Broke
     assert pom.find("m:dependencies", ns) is None, "the published pom names dependencies"
     assert (pom_file.parent / f"spark-kafka-share_2.13-{VERSION}-sources.jar").is_file()
 
-    config = {**_topic_with_records(broker, f"install-packages-{os.getpid()}", 300), "work": str(tmp_path)}
+    config = {**_topic_with_records(broker, f"install-packages-{os.getpid()}", 300), "work": str(tmp_path), "configure": "after"}
     ivy = tmp_path / "ivy"  # an empty Ivy home: the jar must come from the repository, not a cache
     result = _run(
         [
@@ -136,7 +149,7 @@ def test_spark_submit_packages_from_the_published_maven_repository(broker: Broke
             "--conf",
             f"spark.sql.warehouse.dir={tmp_path / 'warehouse'}",
             str(APP),
-            "packages",
+            "submitted",
             json.dumps(config),
         ],
         tmp_path,
@@ -145,6 +158,62 @@ def test_spark_submit_packages_from_the_published_maven_repository(broker: Broke
     assert (result["rows"], result["distinct"]) == (300, 300)
     resolved = sorted(p.name for p in (ivy / "jars").iterdir())
     assert resolved == [f"io.github.kafkashare_spark-kafka-share_2.13-{VERSION}.jar"], resolved
+    assert [Path(j).name for j in result["jars"].split(",")] == resolved, result["jars"]
+
+
+@pytest.mark.parametrize("broker", [NEWEST], indirect=True, ids=[f"kafka-{NEWEST}"])
+@pytest.mark.parametrize("when", ["after", "before"], ids=["configure-after-the-session", "configure-before-it"])
+def test_spark_submit_jars_of_a_copy_elsewhere_then_configure(broker: Broker, tmp_path: Path, when: str) -> None:
+    """--jars of the jar at another path (and another jar): configure() accepts the session, and adds no second
+    copy of the connector nor drops a submitted jar, whether called after the session started or before."""
+    copy = _jar_elsewhere(tmp_path)
+    other = tmp_path / "libs" / "other-library.jar"
+    with zipfile.ZipFile(other, "w") as z:
+        z.writestr("META-INF/MANIFEST.MF", "Manifest-Version: 1.0\n")
+    config = {**_topic_with_records(broker, f"install-jars-{when}-{os.getpid()}", 300), "work": str(tmp_path), "configure": when}
+    result = _run(
+        [
+            str(SPARK_HOME / "bin" / "spark-submit"),
+            "--master",
+            "local[2]",
+            "--jars",
+            f"{copy},{other}",
+            "--conf",
+            f"spark.sql.warehouse.dir={tmp_path / 'warehouse'}",
+            str(APP),
+            "submitted",
+            json.dumps(config),
+        ],
+        tmp_path,
+        env=_spark_env(),
+    )
+    assert (result["rows"], result["distinct"]) == (300, 300)
+    assert sorted(result["jars"].split(",")) == sorted(f"file://{p}" for p in (copy, other)), result["jars"]
+
+
+def test_spark_submit_without_the_connector_then_configure_says_what_to_do(tmp_path: Path) -> None:
+    """spark-submit started the JVM without the jar and configure() runs before any session: too late to add
+    the jar, so configure() asks the session and says how to submit with the connector."""
+    outcome = _run(
+        [str(SPARK_HOME / "bin" / "spark-submit"), "--master", "local[1]", str(NO_JAR_APP), "submitted"],
+        tmp_path,
+        env=_spark_env(),
+    )
+    assert outcome["error_type"] == "JarNotLoadedError", outcome
+    message = str(outcome["message"])
+    assert 'Spark answered DATA_SOURCE_NOT_FOUND for format("kafka-share")' in message, message
+    assert f"spark-submit --packages {COORDINATES}" in message and f"--jars {spark_kafka_share.jar_path()}" in message, message
+
+
+def test_spark_connect_without_the_connector_then_configure_says_what_to_do(tmp_path: Path) -> None:
+    """A Connect server without the jar: the client cannot add it, so the error names the server's fix."""
+    outcome = _run([sys.executable, str(NO_JAR_APP), "connect"], tmp_path)
+    assert outcome["error_type"] == "JarNotLoadedError", outcome
+    message = str(outcome["message"])
+    assert "This Spark Connect session's server cannot load the connector" in message, message
+    assert 'Spark answered DATA_SOURCE_NOT_FOUND for format("kafka-share")' in message, message
+    assert f"start-connect-server.sh --packages {COORDINATES}" in message, message
+    assert "before the first getOrCreate()" not in message, message  # no client-side fix exists
 
 
 @pytest.mark.parametrize("broker", [NEWEST], indirect=True, ids=[f"kafka-{NEWEST}"])
@@ -160,7 +229,7 @@ def test_spark_connect_client_reads_through_a_local_connect_server(broker: Broke
                 "--class",
                 "org.apache.spark.sql.connect.service.SparkConnectServer",
                 "--jars",
-                str(spark_kafka_share.jar_path()),
+                str(_jar_elsewhere(tmp_path)),
                 "--conf",
                 f"spark.connect.grpc.binding.port={port}",
                 "--conf",

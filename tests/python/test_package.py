@@ -28,6 +28,25 @@ def test_jar_path_is_the_bundled_connector_jar() -> None:
     assert not any(n.startswith(("org/apache/kafka/", "org/apache/spark/", "scala/")) for n in names)
 
 
+@pytest.mark.parametrize(
+    "setting",
+    [
+        ("spark.jars.packages", "org.example:other:1.0,io.github.kafkashare:spark-kafka-share_2.13:0.0.9"),
+        ("spark.jars", "/opt/other.jar,/opt/libs/spark-kafka-share_2.13-0.0.9.jar"),
+    ],
+    ids=["packages", "jar-elsewhere"],
+)
+def test_configure_adds_no_second_copy_when_the_builder_brings_the_connector(setting: tuple[str, str]) -> None:
+    key, value = setting
+    builder = SparkSession.builder.config(key, value)
+    try:
+        assert spark_kafka_share.configure(builder) is builder
+        assert builder._options.get(key) == value
+        assert key == "spark.jars" or "spark.jars" not in builder._options
+    finally:
+        builder._options.pop(key)  # the Builder's options are shared by every builder
+
+
 def test_configure_adds_the_jar_and_keeps_other_jars() -> None:
     builder = SparkSession.builder.config("spark.jars", "/opt/other.jar")
     configured = spark_kafka_share.configure(builder)
@@ -46,11 +65,15 @@ def test_configure_rejects_what_is_not_a_builder(wrong: object) -> None:
 
 
 def test_configure_after_a_session_started_without_the_jar_says_what_to_do() -> None:
-    outcome = run_spark("session_without_jar.py")
-    assert outcome["error_type"] == "JarNotLoadedError"
+    """configure() asks the session, which cannot find the data source: the error says so and names the fixes."""
+    outcome = run_spark("session_without_jar.py", "classic")
+    assert outcome["error_type"] == "JarNotLoadedError", outcome
     message = str(outcome["message"])
-    assert "already running without the spark-kafka-share jar" in message
-    assert "before the first getOrCreate()" in message and "--jars" in message
+    assert 'Spark answered DATA_SOURCE_NOT_FOUND for format("kafka-share")' in message, message
+    assert "before the first getOrCreate() of the Python process" in message, message
+    coordinates = f"io.github.kafkashare:spark-kafka-share_2.13:{spark_kafka_share.__version__}"
+    assert f"--packages {coordinates}" in message and f"--jars {spark_kafka_share.jar_path()}" in message, message
+    assert "cluster library" in message, message
 
 
 def test_real_time_trigger_names_the_spark_it_needs() -> None:

@@ -1,13 +1,17 @@
 """Reads a topic with format("kafka-share") through one of the ways users get the connector.
 
-Usage: install_read.py <how> '<json config>'   how: wheel | packages | connect
-  wheel     the installed wheel's spark_kafka_share.configure() puts the jar on the class path
-  packages  the jar is already there (spark-submit --packages); this script never names it
-  connect   a Spark Connect client (config "remote": "sc://localhost:<port>"); the server has the jar
+Usage: install_read.py <how> '<json config>'   how: wheel | submitted | connect
+  wheel      the installed wheel's spark_kafka_share.configure() puts the jar on the class path
+  submitted  spark-submit put the jar there (--packages, or --jars of a copy); the script never names it,
+             and calls configure() as the README says: config "configure" is "after" (the session started
+             first, then configure(SparkSession.builder)) or "before" (configure(builder).getOrCreate())
+  connect    a Spark Connect client (config "remote": "sc://localhost:<port>"); the server has the jar, and
+             the client calls configure() once connected
 Config: bootstrap, topic, group, work (a directory), sql (also define a table USING kafka-share and
 read it with readStream.table). Options come from the plain-Python builders, as a user writes them.
-Prints one JSON line: the rows that landed, the distinct keys, whether the query still runs, and how
-the source's errors reach this client (their condition, SQLSTATE and Python class).
+Prints one JSON line: the rows that landed, the distinct keys, whether the query still runs, the
+session's spark.jars, and how the source's errors reach this client (their condition, SQLSTATE and
+Python class).
 """
 
 import json
@@ -17,18 +21,21 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
+import spark_kafka_share
 from spark_kafka_share import KafkaShareOptions
 
 how, config = sys.argv[1], json.loads(sys.argv[2])
 builder = SparkSession.builder.appName(f"install-{how}")
 if how == "wheel":
-    import spark_kafka_share
-
     spark = spark_kafka_share.configure(builder.master("local[2]")).getOrCreate()
-elif how == "packages":
+elif how == "submitted" and config["configure"] == "after":
     spark = builder.getOrCreate()
+    spark = spark_kafka_share.configure(SparkSession.builder).getOrCreate()
+elif how == "submitted" and config["configure"] == "before":
+    spark = spark_kafka_share.configure(builder).getOrCreate()
 elif how == "connect":
     spark = builder.remote(config["remote"]).getOrCreate()
+    spark_kafka_share.configure(SparkSession.builder)  # asks the server; the client's builder has no URL now
 else:
     raise SystemExit(f"unknown way to get the connector: {how}")
 
@@ -59,7 +66,12 @@ query = (
 )
 query.awaitTermination(240)
 landed = spark.read.parquet(sink)
-result: dict[str, Any] = {"rows": landed.count(), "distinct": landed.select("k").distinct().count(), "active": query.isActive}
+result: dict[str, Any] = {
+    "rows": landed.count(),
+    "distinct": landed.select("k").distinct().count(),
+    "active": query.isActive,
+    "jars": spark.conf.get("spark.jars", ""),
+}
 
 
 def error_of(options: dict[str, str]) -> dict[str, Any]:
