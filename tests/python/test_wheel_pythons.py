@@ -74,6 +74,8 @@ def test_the_claims_are_consistent() -> None:
     assert floor == f">={CLAIMED[0]}", f"requires-python {floor!r} must start at the lowest classifier, {CLAIMED[0]}"
     numbers = [int(v.split(".")[1]) for v in CLAIMED]
     assert numbers == list(range(numbers[0], numbers[-1] + 1)), f"the classifiers skip a version: {CLAIMED}"
+    readme = (ROOT / "python" / "README.md").read_text()
+    assert f"CPython {CLAIMED[0]} to {CLAIMED[-1]}" in readme, "python/README.md's supported versions must say what is claimed"
     # The package's own syntax floor (ruff.toml) is the claimed floor.
     target = re.search(r'^target-version = "py3(\d+)"', (ROOT / "ruff.toml").read_text(), flags=re.M)
     assert target and f"3.{target.group(1)}" == CLAIMED[0], "ruff.toml's target-version must be the lowest claimed Python"
