@@ -14,10 +14,10 @@ Maven Central's published requirements (https://central.sonatype.org/publish/req
   - every file has .md5 and .sha1 files (.sha256 and .sha512 if there) that match it;
   - every file has an .asc signature that gpg verifies with the given public key alone (a throwaway keyring);
   - central-bundle.zip, if there, holds exactly the files of maven/, byte for byte.
-PyPI, for each wheel and sdist under pypi/: `twine check --strict`, the version is the POM's, every classifier is
-one PyPI knows (trove-classifiers), and the metadata has Requires-Python, the project URLs (Homepage, Documentation,
-Source, Issues, Changelog), a Markdown long description, and no relative link in it (PyPI shows the description
-away from the repository).
+PyPI, for each wheel and sdist under pypi/: `twine check --strict`, the version is the POM's, the jar a wheel
+carries is the Maven jar (entry for entry), every classifier is one PyPI knows (trove-classifiers), and the
+metadata has Requires-Python, the project URLs (Homepage, Documentation, Source, Issues, Changelog), a Markdown
+long description, and no relative link in it (PyPI shows the description away from the repository).
 
 Exits 1 and lists every failure; needs gpg, and twine (importable by this Python) unless --no-twine.
 """
@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import io
 import re
 import shutil
 import subprocess
@@ -237,6 +238,27 @@ def check_python(dist: Path, version: str | None, failures: list[str]) -> None:
             failures.append(f"{dist.name}: the long description links to {target!r}, which PyPI cannot resolve")
 
 
+def _entries(jar: zipfile.ZipFile) -> dict[str, int]:
+    return {i.filename: i.CRC for i in jar.infolist() if not i.is_dir()}
+
+
+def check_bundled_jar(wheel: Path, maven: Path, failures: list[str]) -> None:
+    """The jar inside the wheel is the Maven artifact of the same name, entry for entry (timestamps aside)."""
+    with zipfile.ZipFile(wheel) as z:
+        for name in (n for n in z.namelist() if n.startswith("spark_kafka_share/jars/") and n.endswith(".jar")):
+            jar_name = name.rsplit("/", 1)[1]
+            artifact = next(iter(sorted(maven.rglob(jar_name))), None)
+            if artifact is None:
+                failures.append(f"{wheel.name}: carries {jar_name}, which is no Maven artifact of this release")
+                continue
+            try:
+                with zipfile.ZipFile(io.BytesIO(z.read(name))) as bundled, zipfile.ZipFile(artifact) as published:
+                    if _entries(bundled) != _entries(published):
+                        failures.append(f"{wheel.name}: its {jar_name} differs from the Maven artifact (not the same build)")
+            except zipfile.BadZipFile:
+                failures.append(f"{wheel.name}: its {jar_name} or the Maven artifact is not a readable jar")
+
+
 def twine_check(dists: list[Path], failures: list[str]) -> None:
     done = subprocess.run([sys.executable, "-m", "twine", "check", "--strict", *map(str, dists)], capture_output=True, text=True)
     if done.returncode != 0:
@@ -271,6 +293,8 @@ def check(release: Path, key: Path, run_twine: bool = True) -> list[str]:
         failures.append(f"{release / 'pypi'}: no wheel")
     for dist in dists:
         check_python(dist, version, failures)
+        if dist.suffix == ".whl" and maven.is_dir():
+            check_bundled_jar(dist, maven, failures)
     if run_twine and dists:
         twine_check(dists, failures)
     return failures

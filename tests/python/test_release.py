@@ -222,3 +222,12 @@ def test_python_metadata_that_pypi_would_show_badly_fails(tmp_path: Path) -> Non
     assert "no https Project-URL 'Changelog'" in failures
     assert "links to 'docs/options.md'" in failures
     assert "does not know the classifier 'Programming Language :: Scala'" in failures
+
+
+def test_a_maven_jar_of_another_build_than_the_wheels_fails(bundle: Path, tmp_path: Path) -> None:
+    release = _copy(bundle, tmp_path)
+    jar = release / "maven" / COORDINATE / f"{BASE}.jar"
+    with zipfile.ZipFile(jar, "a") as z:
+        z.writestr("io/github/kafkashare/spark/Extra.class", b"not the wheel's build")
+    failures = "\n".join(check_release.check(release, release / "signing-key.asc", run_twine=False))
+    assert f"its {BASE}.jar differs from the Maven artifact (not the same build)" in failures
