@@ -21,12 +21,18 @@ S3_JARS    := target/s3/jars
 GCS        := target/gcs/ready
 # A Maven repository holding the connector (jar, sources, pom), for `spark-submit --packages` tests.
 MAVEN_REPO := target/maven-repo/io/github/kafkashare/spark-kafka-share_2.13/$(project.version)
+# What `make release` signs (docs/internals/releasing.md): the Maven layout that Central takes (jar, sources and Scaladoc jars,
+# POM), unsigned, written by sbt; the wheel and the sdist for PyPI. build/release.py turns it into target/release/.
+RELEASE_STAGE := target/release-stage
+RELEASE_MAVEN := $(RELEASE_STAGE)/maven.staged
+RELEASE_PYPI  := $(RELEASE_STAGE)/pypi.staged
+SDIST   := $(RELEASE_STAGE)/pypi/spark_kafka_share-$(project.version).tar.gz
 
 JVM_SOURCES     := build.sbt versions.properties project/plugins.sbt $(shell find jvm/src jvm/realtime/src -type f 2>/dev/null)
 HARNESS_SOURCES := build.sbt versions.properties $(shell find tests/harness/src -type f 2>/dev/null)
 PY_SOURCES      := python/pyproject.toml python/README.md LICENSE NOTICE $(shell find $(PKG) -name '*.py' -o -name py.typed -o -name options_spec.json 2>/dev/null | grep -v _version.py)
 
-.PHONY: demo test test-jvm test-python test-compat typecheck lint format build wheel publish bench bench-scaling bench-latency bench-latency-profile bench-profile bench-cost metrics-picture backlog-picture chaos crash-series longrun clean
+.PHONY: demo test test-jvm test-python test-compat typecheck lint format build wheel publish release bench bench-scaling bench-latency bench-latency-profile bench-profile bench-cost metrics-picture backlog-picture chaos crash-series longrun clean
 
 demo: $(VENV)/installed-wheel
 	$(PY) python/examples/demo.py
@@ -46,11 +52,11 @@ timed-%:
 		exit $$status
 
 test-jvm:
-	$(SBT) fetchScalafmt connector/test connector/assembly connector/publish harness/exportHarnessClasspath harness/fetchBenchTools harness/fetchS3Jars integration/test realTimeIntegration/test
-	@touch $(MAVEN_REPO)
+	$(SBT) fetchScalafmt connector/test connector/assembly connector/publish connector/releaseStage harness/exportHarnessClasspath harness/fetchBenchTools harness/fetchS3Jars integration/test realTimeIntegration/test
+	@touch $(MAVEN_REPO) $(RELEASE_MAVEN)
 
 # Two workers, one per core: the Spark and broker JVMs of one test keep a core busy (docs/internals/testing.md).
-test-python: $(VENV)/installed-wheel $(VENV)/installed-tools target/bench/tools.classpath $(S3_JARS) $(GCS) $(MAVEN_REPO) typecheck lint
+test-python: $(VENV)/installed-wheel $(VENV)/installed-tools target/bench/tools.classpath $(S3_JARS) $(GCS) $(MAVEN_REPO) $(RELEASE_MAVEN) $(RELEASE_PYPI) typecheck lint
 	$(PY) -m pytest -n 2 --dist loadgroup --durations=20 tests/python --ignore=tests/python/test_delta_sink.py
 
 # Throughput against Kafka's share consumer tool and Spark's own Kafka source (docs/internals/performance.md).
@@ -150,6 +156,7 @@ target/bench/tools.classpath: $(HARNESS_SOURCES)
 # Types of the package, the tests, the benchmarks and the demo (tests/mypy.ini: as strict as the package).
 typecheck: $(VENV)/installed-wheel $(VENV)/installed-tools
 	$(PY) -m mypy --strict python/src/spark_kafka_share
+	$(PY) -m mypy --strict build/release.py build/check_release.py
 	cd tests/python && ../../$(PY) -m mypy --config-file ../mypy.ini .
 	cd tests/bench && MYPYPATH=../python ../../$(PY) -m mypy --config-file ../mypy.ini .
 	cd python/examples && MYPYPATH=../../tests/python ../../$(PY) -m mypy --config-file ../../tests/mypy.ini .
@@ -161,13 +168,13 @@ SCALAFMT_CP     := target/scalafmt.classpath
 SCALAFMT        := java -cp "$$(cat $(SCALAFMT_CP))" org.scalafmt.cli.Cli --config .scalafmt.conf
 
 lint: $(VENV)/installed-tools $(SCALAFMT_CP)
-	$(PY) -m ruff check python tests
-	$(PY) -m ruff format --check python tests
+	$(PY) -m ruff check python tests build
+	$(PY) -m ruff format --check python tests build
 	$(SCALAFMT) --test --quiet $(SCALA_FORMATTED)
 
 format: $(VENV)/installed-tools $(SCALAFMT_CP)
-	$(PY) -m ruff check --fix python tests
-	$(PY) -m ruff format python tests
+	$(PY) -m ruff check --fix python tests build
+	$(PY) -m ruff format python tests build
 	$(SCALAFMT) --quiet $(SCALA_FORMATTED)
 
 $(SCALAFMT_CP): versions.properties
@@ -186,6 +193,26 @@ $(JAR): $(JVM_SOURCES)
 
 $(MAVEN_REPO): $(JVM_SOURCES)
 	$(SBT) connector/publish
+	@touch $@
+
+# What Maven Central and PyPI take, checksummed and signed, in target/release/, then checked offline
+# (build/check_release.py: Central's requirements, gpg signatures, twine check). The signing key comes from the
+# environment: RELEASE_GPG_KEY (an armored secret key, or its file), RELEASE_GPG_KEY_ID, RELEASE_GPG_PASSPHRASE,
+# or the keyring of GNUPGHOME (docs/internals/releasing.md).
+release: $(RELEASE_MAVEN) $(RELEASE_PYPI) $(VENV)/installed-tools
+	$(PY) build/release.py --stage $(RELEASE_STAGE) --out target/release
+	$(PY) build/check_release.py target/release
+
+$(RELEASE_MAVEN): $(JVM_SOURCES) LICENSE NOTICE
+	$(SBT) connector/releaseStage
+	@touch $@
+
+# The sdist is built from the same tree as the wheel, the jar inside (it holds no Scala sources to build one from).
+$(RELEASE_PYPI): $(WHEEL)
+	rm -rf $(RELEASE_STAGE)/pypi && mkdir -p $(RELEASE_STAGE)/pypi
+	cp $(WHEEL) $(RELEASE_STAGE)/pypi/
+	$(PY) -m build --sdist --no-isolation --outdir $(RELEASE_STAGE)/pypi python
+	@test -f $(SDIST) || { echo "the sdist $(SDIST) was not built"; exit 1; }
 	@touch $@
 
 $(HARNESS): $(HARNESS_SOURCES)
@@ -215,7 +242,7 @@ $(VENV)/installed-tools: $(VENV)/installed-runtime
 	$(PY) -m pip install --quiet pytest==$(pytest) pytest-xdist==$(pytest-xdist) mypy==$(mypy) ruff==$(ruff) \
 		twine==$(twine) pandas==$(pandas) pyarrow==$(pyarrow) grpcio==$(grpcio) \
 		grpcio-status==$(grpcio-status) googleapis-common-protos==$(googleapis-common-protos) zstandard==$(zstandard) \
-		matplotlib==$(matplotlib) 'moto[server]==$(moto)'
+		matplotlib==$(matplotlib) 'moto[server]==$(moto)' trove-classifiers==$(trove-classifiers)
 	@touch $@
 
 clean:

@@ -40,6 +40,10 @@ val providedBySpark = Seq(
 
 val shadedKafkaPackage = "io.github.kafkashare.shaded.kafka"
 
+val releaseStage = taskKey[File](
+  "Writes what Maven Central takes (the jar, sources and Scaladoc jars, the POM; unsigned) to target/release-stage/maven (make release)"
+)
+
 lazy val connector = project
   .in(file("jvm"))
   .settings(
@@ -120,6 +124,33 @@ lazy val connector = project
       Developer("kafkashare", "the spark-kafka-share authors", "", url("https://github.com/kafkashare"))
     ),
     description := "Kafka share groups (KIP-932) as a Spark Structured Streaming source: format(\"kafka-share\")",
+    // The Maven layout of one coordinate, unsigned: the shaded jar as published, a sources jar of the connector and
+    // its real-time classes (both are in the jar), a Scaladoc jar as the javadoc jar Central asks for, the POM.
+    // build/release.py adds checksums and signatures (docs/releasing.md).
+    releaseStage := {
+      val artifactId = s"${moduleName.value}_${scalaBinaryVersion.value}"
+      val dir      = organization.value.split('.').foldLeft(buildOut.value / "release-stage" / "maven")(_ / _) / artifactId / version.value
+      val base     = s"$artifactId-${version.value}"
+      val root     = (LocalRootProject / baseDirectory).value
+      val legal    = Seq("LICENSE", "NOTICE").map(f => root / f -> s"META-INF/$f")
+      val manifest = new java.util.jar.Manifest
+      manifest.getMainAttributes.put(java.util.jar.Attributes.Name.MANIFEST_VERSION, "1.0")
+      def jar(entries: Seq[(File, String)], out: File): Unit = {
+        val unique = (entries ++ legal).groupBy(_._2).values.map(_.head).toSeq.sortBy(_._2)
+        IO.jar(unique, out, manifest, None)
+      }
+      IO.delete(dir)
+      IO.createDirectory(dir)
+      IO.copyFile(assembly.value, dir / s"$base.jar")
+      jar(
+        (Compile / packageSrc / mappings).value ++ (LocalProject("realTime") / Compile / packageSrc / mappings).value,
+        dir / s"$base-sources.jar"
+      )
+      jar(Path.allSubpaths((Compile / doc).value).toSeq, dir / s"$base-javadoc.jar")
+      IO.copyFile(makePom.value, dir / s"$base.pom")
+      streams.value.log.info(s"Release stage: $dir")
+      dir
+    },
     assembly / assemblyMergeStrategy := {
       // The project's own LICENSE and NOTICE keep their names (the default would suffix the jar's name).
       case PathList("META-INF", "LICENSE" | "NOTICE")               => MergeStrategy.first

@@ -1,4 +1,7 @@
-"""Kafka share groups as a Spark Structured Streaming source: the bundled jar, its helpers, typed options."""
+"""Kafka share groups as a Spark Structured Streaming source: the bundled jar, its helpers, typed options.
+
+Documentation: https://github.com/kafkashare/spark-kafka-share/tree/main/docs
+"""
 
 from spark_kafka_share._version import __version__
 from spark_kafka_share.acknowledge import DECISIONS, Decision, acknowledge

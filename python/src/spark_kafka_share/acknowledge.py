@@ -3,7 +3,8 @@
 With ``kafka.share.acknowledgment.mode=explicit`` the source keeps every record of a batch acquired
 until the batch commits, then applies what ``foreachBatch`` decided for it: ``accept`` (done),
 ``release`` (deliver it again, with a higher ``deliveryCount``) or ``reject`` (never again).
-Records without a decision get ``kafka.share.acknowledgment.default`` (accept unless set).
+Records without a decision get ``kafka.share.acknowledgment.default`` (accept unless set). The guide, with poison
+records and dead-letter topics: https://github.com/kafkashare/spark-kafka-share/blob/main/docs/guide/explicit-mode.md
 
 Plain DataFrame calls only (no py4j), so it works under classic Spark and Spark Connect::
 

@@ -55,39 +55,96 @@ def _check(name: str, value: object) -> None:
 
 @dataclass(frozen=True)
 class KafkaShareOptions:
-    """The kafka-share source's options; docs/reference/options.md explains each one.
+    """The kafka-share source's options as typed fields, checked here before Spark sees them.
 
-    A field left at None is not sent: the source applies its own default (docs/reference/options.md), so a default
-    changed in the connector reaches Python users too. ``to_dict`` holds only what was set here."""
+    ``to_dict()`` gives them under the option names Spark takes (in brackets below), for
+    ``spark.readStream.format("kafka-share").options(**opts.to_dict())``. A field left at None is not sent: the
+    source applies its own default, so a default changed in the connector reaches Python users too. The options
+    reference: https://github.com/kafkashare/spark-kafka-share/blob/main/docs/reference/options.md
+
+    Attributes:
+        bootstrap_servers: [kafka.bootstrap.servers] The Kafka brokers, host:port, comma-separated. Required.
+        group_id: [kafka.share.group.id] The share group the query reads as. Other queries and share consumers in
+            the same group share its records. Required.
+        subscribe: [subscribe] The topics to read, as a list of names. Exactly one of subscribe and
+            subscribe_pattern.
+        subscribe_pattern: [subscribePattern] A Java regex matched against the cluster's topics at every trigger,
+            so new topics are picked up; while it matches none, the query runs no batch. A new topic is read from
+            where the group's share.auto.offset.reset puts it (the broker's default: latest).
+        strategy: [kafka.share.exactly.once.strategy] What a failure may cost. 'none' (the default) and
+            'idempotent': at least once (after a failure a record may come again; with 'idempotent' always with
+            the same topic, partition and offset, for upserting sinks). 'checkpoint-dedup' and 'two-phase-commit':
+            exactly once into a sink that is idempotent per batch id (Delta, files, a foreachBatch that
+            overwrites per batch id); 'two-phase-commit' also keeps records with the group until the sink has
+            them, at a lower throughput, its batches bounded by the broker's lock limits. Which to choose:
+            https://github.com/kafkashare/spark-kafka-share/blob/main/docs/guide/strategies.md
+        acknowledgment_mode: [kafka.share.acknowledgment.mode] 'implicit' (the default): the source acknowledges
+            as its strategy says. 'explicit': foreachBatch decides per record (accept, release, reject) with
+            spark_kafka_share.acknowledge(), applied after the batch commits:
+            https://github.com/kafkashare/spark-kafka-share/blob/main/docs/guide/explicit-mode.md
+        acknowledgment_default: [kafka.share.acknowledgment.default] Explicit mode only: the decision for the
+            records of a committed batch that got none, 'accept' (the default) or 'release'.
+        max_deliveries: [kafka.share.maxDeliveries] Poison records, 1 to 1000: the highest delivery count the
+            source emits; a record delivered more often is rejected (after going to dead_letter_topic, if set).
+            Keep it below the group's share.delivery.count.limit (5 by default), where the broker drops records
+            by itself. Default: no bound of the source's own.
+        dead_letter_topic: [kafka.share.deadLetterTopic] With max_deliveries: a topic that receives poison
+            records before they are rejected, with headers naming their origin. Not with broker_dead_letter_topic.
+        broker_dead_letter_topic: [kafka.share.brokerDeadLetterTopic] Kafka 4.4+ with share.version=2: the topic
+            of the broker's own dead-letter queue for the group (KIP-1191), which gets every rejected record and
+            every record that reaches the group's delivery count limit. The topic must exist with
+            errors.deadletterqueue.group.enable=true and a name with the broker's prefix (dlq. by default).
+        parallelism: [kafka.share.parallelism] Share consumers, that is read tasks (Spark input partitions), per
+            batch, 1 to 100000. It may exceed the topics' partition count: several consumers then read one
+            partition, each getting its own records. Default: spark.default.parallelism. The group takes at most
+            the broker's group.share.max.size members; a higher parallelism fails at start.
+        lock_timeout_ms: [kafka.share.lock.timeout.ms] The lock duration, in milliseconds (1 to 3600000), the
+            source plans with: a batch that holds records longer (two-phase-commit, explicit mode) is reported,
+            and on a broker without lock renewal, acknowledged before the lock runs out. Default: the group's
+            share.record.lock.duration.ms (30 s unless the group or broker sets it). It only tells the source a
+            shorter duration; it does not change the group's.
+        include_headers: [includeHeaders] True adds the headers column (the record's headers, as Spark's Kafka
+            source gives them). Default: false.
+        max_records_per_trigger: [maxRecordsPerTrigger] An upper bound on the records of a batch (at least 1),
+            split evenly over the read tasks. Records on their last delivery attempt are taken even past it
+            (going back to the group would get them archived). Default: no bound, a batch takes what its read
+            tasks poll in read_duration_ms.
+        starting_offsets: [startingOffsets] 'earliest' or 'latest': where a group that has no state yet starts
+            (it sets the group's share.auto.offset.reset). None leaves the group's setting alone: a new group
+            then starts at the broker's default, latest, and skips what the topic held before the first start.
+        poll_timeout_ms: [kafka.share.poll.timeout.ms] How long a read task waits for its first record before it
+            ends empty, in milliseconds (1 to 600000). Default: 2000. Longer makes idle batches rarer, shorter
+            ends an empty task sooner.
+        read_duration_ms: [kafka.share.read.duration.ms] How long a read task keeps polling while there is a
+            backlog, in milliseconds (0 to 600000); longer gives bigger batches. 0 polls once. Default: 1000.
+        fail_on_data_loss: [failOnDataLoss] What a batch that must run again (a task retry, a restart) does when
+            retention, compaction or a deleted topic removed records pinned to it: True (the default) fails the
+            query with KAFKA_SHARE_DATA_LOSS.RECORDS_REMOVED, naming the records; False goes on with what is left
+            and logs a warning, and the removed records are lost.
+        kafka: Other Kafka client settings (security, fetch sizes), without the ``kafka.`` prefix:
+            ``{"security.protocol": "SASL_SSL"}`` is sent as kafka.security.protocol. The settings the source
+            refuses, and what to use instead: https://github.com/kafkashare/spark-kafka-share/blob/main/docs/reference/options.md#kafka-client-settings-the-source-refuses
+    """
 
     bootstrap_servers: str
     group_id: str
     subscribe: Optional[Sequence[str]] = None
     subscribe_pattern: Optional[str] = None
     strategy: Optional[Strategy] = None
-    """None: the source's default, 'none' (at least once)."""
     acknowledgment_mode: Optional[AcknowledgmentMode] = None
-    """None: the source's default, 'implicit'."""
     acknowledgment_default: Optional[DefaultDecision] = None
-    """Explicit mode: the decision for records foreachBatch did not decide on (the source's default: accept)."""
     max_deliveries: Optional[int] = None
-    """Poison records: the highest delivery count emitted; records delivered more often are rejected."""
     dead_letter_topic: Optional[str] = None
-    """With max_deliveries: poison records go to this topic before they are rejected."""
     broker_dead_letter_topic: Optional[str] = None
-    """Kafka 4.4+ (share.version=2): the broker's dead-letter queue of the group gets rejected and exhausted records."""
     parallelism: Optional[int] = None
     lock_timeout_ms: Optional[int] = None
     include_headers: Optional[bool] = None
     max_records_per_trigger: Optional[int] = None
     starting_offsets: Optional[StartingOffsets] = None
-    """Where a group with no state starts; None leaves the group's share.auto.offset.reset (broker default: latest)."""
     poll_timeout_ms: Optional[int] = None
     read_duration_ms: Optional[int] = None
-    """How long a read task keeps polling while there is a backlog (0: one poll per task)."""
     fail_on_data_loss: Optional[bool] = None
     kafka: Mapping[str, str] = field(default_factory=dict)
-    """Other Kafka client settings (security, fetch sizes), without the ``kafka.`` prefix."""
 
     def __post_init__(self) -> None:
         if not self.bootstrap_servers:
