@@ -133,9 +133,12 @@ def test_a_new_checkpoint_takes_over_a_query_stopped_inside_a_slow_batch(
     broker: Broker, fresh_name: Callable[[str], str], tmp_path: Path
 ) -> None:
     """Each strategy's foreachBatch reads its batch only after the stop began (the reads must acquire
-    nothing, so that the records stay with the group); explicit mode has read it before (its held records
-    must go back at once)."""
-    shapes = [(s, "implicit", False) for s in IMPLICIT] + [("checkpoint-dedup", "explicit", True)]
+    nothing, so that the records stay with the group); two-phase commit and explicit mode also read it
+    before (their held records must go back at once)."""
+    shapes = [(s, "implicit", False) for s in IMPLICIT] + [
+        ("two-phase-commit", "implicit", True),
+        ("checkpoint-dedup", "explicit", True),
+    ]
     queries = _queries(broker, fresh_name, shapes)
     stopped = _run(broker, tmp_path, queries, "stop", "first")
     assert all(stopped[q["name"]]["stopped_inside_batch"] for q in queries), stopped

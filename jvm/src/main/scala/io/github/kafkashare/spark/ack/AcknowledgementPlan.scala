@@ -77,20 +77,17 @@ object AcknowledgementPlan {
     else AtCheck.Wait
 
   /**
-   * What a stopped query's held records get when their batch did not commit. Two-phase commit ACCEPTs:
-   * they are pinned, a run of the same checkpoint replays them, and a foreachBatch that Spark's stop did
-   * not interrupt (a Python one runs to its end) has written them. Explicit mode applies the decisions
-   * foreachBatch already stored for the batch (the default where it gave none, as at a commit), and
-   * RELEASEs everything where it stored none: the group hands those records to the next reader at once,
-   * a new checkpoint's query included. The consumer is closed after, so it leaves the group at once.
+   * What a stopped query's held records get when their batch did not commit: the sink may not have them
+   * (Spark's stop cuts the writes of a foreachBatch that goes on), so they go back to the group, as after
+   * a crash but at once. Two-phase commit RELEASEs them all: a run of the same checkpoint replays the
+   * batch and drops their redeliveries (they are pinned), and a new checkpoint's query gets them.
+   * Explicit mode applies the decisions foreachBatch already stored for the batch and RELEASEs the
+   * records it gave none (not the default: foreachBatch may have stopped before it processed them).
+   * The consumer is closed after, so it leaves the group at once.
    */
-  def atStop(
-      explicit: Boolean,
-      stored: => Option[Map[(String, Int, Long), Decision]],
-      default: Decision
-  ): ((String, Int, Long)) => Decision =
-    if (!explicit) _ => Decision.Accept
-    else stored.fold((_: (String, Int, Long)) => Decision.Release: Decision)(decided => decisionOf(decided, default))
+  def atStop(explicit: Boolean, stored: => Option[Map[(String, Int, Long), Decision]]): ((String, Int, Long)) => Decision =
+    if (!explicit) _ => Decision.Release
+    else stored.fold((_: (String, Int, Long)) => Decision.Release: Decision)(decided => decisionOf(decided, Decision.Release))
 
   /** A renewal the broker refused or that did not complete ends the hold. */
   def renewalFailed(explicit: Boolean): AtCheck.GiveUp = giveUp(explicit, "its locks could not be renewed", poolConsumer = false)

@@ -65,7 +65,7 @@ final class CommitWatcher(clock: Clock, pool: ShareConsumerPool) extends Logging
   private val counts = new ConcurrentHashMap[ConsumerKey, Counters]()
   // One thread at a time acts on holds: the watcher's rounds, a stop (endHoldsOf) and the exit (endAll)
   // would otherwise use one consumer from two threads, which Kafka's client refuses.
-  private val acting = new Object
+  private val acting = new java.util.concurrent.locks.ReentrantLock
   // Per query: when its stopped marker was last looked up, and what it said (read and written under `acting`).
   private val stopLookups = scala.collection.mutable.Map.empty[String, (Long, Boolean)]
 
@@ -100,7 +100,7 @@ final class CommitWatcher(clock: Clock, pool: ShareConsumerPool) extends Logging
    * renewal is renewed at its deadline instead, and ends early when its query stopped
    * ([[AcknowledgementPlan.atCheck]] decides which).
    */
-  def checkHolds(): Unit = acting.synchronized {
+  def checkHolds(): Unit = whileActing {
     val queries = holds.asScala.map(_.query).toSet
     stopLookups.keys.filterNot(queries).toList.foreach(stopLookups.remove)
     holds.asScala.toList.foreach(check)
@@ -111,15 +111,27 @@ final class CommitWatcher(clock: Clock, pool: ShareConsumerPool) extends Logging
    * thread: the records are acknowledged as [[AcknowledgementPlan.atStop]] says, unless their batch
    * committed (then as at a commit), and the consumers are closed. Returns how many holds it ended.
    */
-  def endHoldsOf(query: String): Int = acting.synchronized {
+  def endHoldsOf(query: String): Int = whileActing {
     val ending = holds.asScala.toList.filter(_.query == query)
     ending.foreach(endAtStop(_, "the query stopped"))
     ending.size
   }
 
-  /** The JVM exits: every hold ends as a stopped query's would. */
-  def endAll(): Unit = acting.synchronized {
-    holds.asScala.toList.foreach(endAtStop(_, "the JVM is exiting"))
+  /**
+   * The JVM exits: every hold ends as a stopped query's would. A round that renews locks against a slow
+   * broker may hold the watcher for a while: after `waitMs` the holds are left to their sessions' end.
+   */
+  def endAll(waitMs: Long = 5000L): Unit =
+    if (acting.tryLock(waitMs, TimeUnit.MILLISECONDS))
+      try holds.asScala.toList.foreach(endAtStop(_, "the JVM is exiting"))
+      finally acting.unlock()
+    else logWarning(s"kafka-share: the commit watcher was busy for $waitMs ms as the JVM exits; its ${holds.size} held " +
+      "batch(es) go back to the group when their consumers' sessions expire")
+
+  private def whileActing[T](body: => T): T = {
+    acting.lock()
+    try body
+    finally acting.unlock()
   }
 
   private def endAtStop(hold: Hold, why: String): Unit = Uninterrupted {
@@ -173,13 +185,12 @@ final class CommitWatcher(clock: Clock, pool: ShareConsumerPool) extends Logging
         try e.log.decisions(e.batch)
         catch { case NonFatal(err) => logWarning(s"kafka-share: reading batch ${e.batch}'s decisions failed; RELEASEing", err); None }
       )
-    val decide = AcknowledgementPlan.atStop(explicit.nonEmpty, stored, explicit.fold(Decision.Accept: Decision)(_.default))
+    val decide = AcknowledgementPlan.atStop(explicit.nonEmpty, stored)
     if (holds.remove(hold)) {
-      val what =
-        if (explicit.isEmpty) "ACCEPTing (pinned: a run of this checkpoint replays them)" else "acknowledging as decided, or RELEASEing"
+      val what = if (explicit.isEmpty) "RELEASEing" else "applying the decisions stored for them, RELEASEing the rest of"
       logInfo(s"kafka-share: batch commit ${hold.commitFile} did not come: $why; $what its ${hold.consumer.holding} " +
-        "held records now and closing their consumer")
-      acknowledge(hold, decide, keep = false)
+        "held records now for the group's next reader (a run of this checkpoint replays the batch), and closing their consumer")
+      acknowledge(hold, decide, keep = false, commitTimeoutMs = StopCommitTimeoutMs)
       markDone(hold)
     }
   }
@@ -246,10 +257,15 @@ final class CommitWatcher(clock: Clock, pool: ShareConsumerPool) extends Logging
     AcknowledgementPlan.decisionOf(decided, explicit.default)
   }
 
-  private def acknowledge(hold: Hold, decide: ((String, Int, Long)) => Decision, keep: Boolean): Unit = {
+  private def acknowledge(
+      hold: Hold,
+      decide: ((String, Int, Long)) => Decision,
+      keep: Boolean,
+      commitTimeoutMs: Long = 30000L
+  ): Unit = {
     val consumer = hold.consumer
     try {
-      val (made, refused) = consumer.decideHeld(decide)
+      val (made, refused) = consumer.decideHeld(decide, commitTimeoutMs)
       refused.foreach { case (t, p, e) =>
         logWarning(s"the broker refused the acknowledgements of ${hold.commitFile.getName}'s held records of $t-$p " +
           s"(${e.getMessage}): their locks ran out first; they will be delivered again and, pinned, dropped by this query")
@@ -284,6 +300,9 @@ object CommitWatcher {
   }
 
   private val StopCheckNanos = TimeUnit.SECONDS.toNanos(1)
+
+  // A stop acknowledges against the broker it has: one that does not answer must not hold the stop for long.
+  private val StopCommitTimeoutMs = 5000L
 
   /** What an explicit-mode hold applies at commit. */
   final case class ExplicitDecisions(log: DecisionLog, batch: Long, default: Decision)

@@ -277,10 +277,13 @@ final class PooledShareConsumer(val key: ConsumerKey, open: Properties => ShareC
    * Acknowledges each held record as `decide` says and sends it; returns how many got each decision
    * and the partitions whose acknowledgements the broker refused.
    */
-  def decideHeld(decide: ((String, Int, Long)) => Decision): (Map[Decision, Int], Seq[(String, Int, Throwable)]) = {
+  def decideHeld(
+      decide: ((String, Int, Long)) => Decision,
+      commitTimeoutMs: Long = 30000L
+  ): (Map[Decision, Int], Seq[(String, Int, Throwable)]) = {
     val decided = heldNow.groupBy(r => decide((r.topic, r.partition, r.offset)))
     decided.foreach { case (d, records) => acknowledge(records, PooledShareConsumer.kafkaType(d)) }
-    val refused = commit()
+    val refused = commit(commitTimeoutMs)
     (decided.map { case (d, records) => d -> records.size }, refused)
   }
 

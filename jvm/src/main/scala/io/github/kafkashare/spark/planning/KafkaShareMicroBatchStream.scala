@@ -61,6 +61,9 @@ class KafkaShareMicroBatchStream(
   private val markers        = new SourceMarkers(checkpointDir, hadoopConf)
   markers.clearStopped() // a stop of an earlier run of this query: its executors' consumers are closed
   private val stopWatch     = new StopWatch(markers)
+  // Spark builds the source on the stream thread; after a restart it may run the batch it finds in the
+  // offset log without asking latestOffset first, and that batch can be stopped too.
+  stopWatch.noteStreamThread()
   private val sparkBatchIds = new SparkBatchIds(new Path(queryRoot, "offsets"), hadoopConf)
   private val previous      = new PreviousBatches(acquisitions, decisions, options.mode)
   private val identity      = new OffsetIdentity(options, cluster, acquisitions)

@@ -23,7 +23,7 @@ import org.apache.spark.internal.Logging
  *
  * Lifecycle. Each is created on first use: a JVM that never reads from a share group starts nothing.
  * The threads are daemons. A shutdown hook, registered with the first consumer pool or producer, runs
- * at the JVM's exit before Hadoop closes its file systems (the watcher reads the checkpoint), within
+ * at the JVM's exit after Spark's own hooks and before Hadoop closes its file systems, within
  * [[ExitHookTimeoutSeconds]]: the watcher ends every hold (acknowledged as at a stop, consumers closed),
  * the pool closes its idle consumers and those that read tasks give back within
  * [[WaitForLentMs]], and the producers close after sending what they have. Every closed consumer leaves
@@ -35,8 +35,9 @@ import org.apache.spark.internal.Logging
  */
 object JvmResources extends Logging {
 
-  // Above FileSystem's (10) and Spark's own hooks (40: they stop the SparkContext), so this runs first.
-  private val ExitHookPriority       = 50
+  // Below Spark's own hooks (40: they stop the SparkContext, so no task starts after this runs) and above
+  // FileSystem's (10: the watcher reads the checkpoint).
+  private val ExitHookPriority       = 30
   private val ExitHookTimeoutSeconds = 20L
   private val WaitForLentMs          = 3000L
 

@@ -59,13 +59,13 @@ class AcknowledgementPlanSuite extends AnyFunSuite {
     assert(check(stopped = true, committed = true, explicit = true) == AtCheck.ApplyDecisions)
   }
 
-  test("at a stop, two-phase commit ACCEPTs; explicit mode applies the stored decisions, else RELEASEs all") {
+  test("at a stop, held records go back to the group: RELEASE, but for the decisions explicit mode stored") {
     val record = ("t", 0, 5L)
-    assert(atStop(explicit = false, stored = None, Decision.Release)(record) == Decision.Accept)
-    assert(atStop(explicit = true, stored = None, Decision.Accept)(record) == Decision.Release)
+    assert(atStop(explicit = false, stored = None)(record) == Decision.Release)
+    assert(atStop(explicit = true, stored = None)(record) == Decision.Release)
     val stored = Some(Map(record -> Decision.Reject))
-    assert(atStop(explicit = true, stored, Decision.Accept)(record) == Decision.Reject)
-    assert(atStop(explicit = true, stored, Decision.Accept)(("t", 0, 6L)) == Decision.Accept, "undecided: the default")
+    assert(atStop(explicit = true, stored)(record) == Decision.Reject)
+    assert(atStop(explicit = true, stored)(("t", 0, 6L)) == Decision.Release, "undecided: RELEASE, not the default")
   }
 
   test("a failed renewal gives up and closes the consumer, whose state is then unknown") {

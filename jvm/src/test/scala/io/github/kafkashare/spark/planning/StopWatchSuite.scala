@@ -11,7 +11,10 @@ class StopWatchSuite extends AnyFunSuite {
     new SourceMarkers(UnitTestDirs.create("stop-watch").resolve("source").toString, new SerializableHadoopConf(new Configuration))
 
   /** A thread that notes itself as the stream thread, then waits (as one blocked in a foreachBatch does) until told. */
-  private def streamThread(watch: StopWatch): (Thread, java.util.concurrent.CountDownLatch) = {
+  private def streamThread(
+      watch: StopWatch,
+      name: String = "stream execution thread for [id = test]"
+  ): (Thread, java.util.concurrent.CountDownLatch) = {
     val noted = new java.util.concurrent.CountDownLatch(1)
     val done  = new java.util.concurrent.CountDownLatch(1)
     val t = new Thread(() => {
@@ -19,7 +22,7 @@ class StopWatchSuite extends AnyFunSuite {
       noted.countDown()
       // Busy, not sleeping: a blocked socket read keeps the interrupt flag set, as this loop does.
       while (done.getCount > 0) Thread.onSpinWait()
-    })
+    }, name)
     t.start()
     noted.await()
     (t, done)
@@ -39,6 +42,16 @@ class StopWatchSuite extends AnyFunSuite {
     assert(!m.stopping, "no stop yet")
     t.interrupt()
     assert(eventually(m.stopping))
+    done.countDown(); t.join(); watch.end()
+  }
+
+  test("only Spark's stream thread is watched: another thread's interrupt says nothing of a stop") {
+    val m         = markers()
+    val watch     = new StopWatch(m)
+    val (t, done) = streamThread(watch, name = "a test's own thread")
+    t.interrupt()
+    Thread.sleep(200)
+    assert(!m.stopping)
     done.countDown(); t.join(); watch.end()
   }
 
