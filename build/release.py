@@ -146,7 +146,8 @@ def release(stage: Path, out: Path, env: Mapping[str, str]) -> list[str]:
         heading = changelog_heading(ROOT, version)
         if heading is None or not re.search(r" - \d{4}-\d{2}-\d{2}$", heading):
             # A warning, not a refusal: `make test` signs the stage with a throwaway key before a release is dated.
-            print(f"release.py: CHANGELOG.md has no dated '## [{version}] - YYYY-MM-DD' (docs/internals/releasing.md)", file=sys.stderr)
+            undated = f"CHANGELOG.md has no dated '## [{version}] - YYYY-MM-DD'"
+            print(f"release.py: {undated} (docs/internals/releasing.md)", file=sys.stderr)
     if out.exists():
         shutil.rmtree(out)
     maven = out / "maven"
