@@ -60,7 +60,7 @@ class KafkaShareMicroBatchStream(
   private val commitLogDir   = new Path(queryRoot, "commits")
   private val markers        = new SourceMarkers(checkpointDir, hadoopConf)
   markers.clearStopped() // a stop of an earlier run of this query: its executors' consumers are closed
-  private val stopWatch     = new StopWatch(markers)
+  private val stopWatch = new StopWatch(markers)
   // Spark builds the source on the stream thread; after a restart it may run the batch it finds in the
   // offset log without asking latestOffset first, and that batch can be stopped too.
   stopWatch.noteStreamThread()

@@ -17,12 +17,15 @@ class StopWatchSuite extends AnyFunSuite {
   ): (Thread, java.util.concurrent.CountDownLatch) = {
     val noted = new java.util.concurrent.CountDownLatch(1)
     val done  = new java.util.concurrent.CountDownLatch(1)
-    val t = new Thread(() => {
-      watch.noteStreamThread()
-      noted.countDown()
-      // Busy, not sleeping: a blocked socket read keeps the interrupt flag set, as this loop does.
-      while (done.getCount > 0) Thread.onSpinWait()
-    }, name)
+    val t = new Thread(
+      () => {
+        watch.noteStreamThread()
+        noted.countDown()
+        // Busy, not sleeping: a blocked socket read keeps the interrupt flag set, as this loop does.
+        while (done.getCount > 0) Thread.onSpinWait()
+      },
+      name
+    )
     t.start()
     noted.await()
     (t, done)
