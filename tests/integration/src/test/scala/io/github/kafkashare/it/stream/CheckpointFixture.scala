@@ -68,7 +68,7 @@ object CheckpointFixture {
 
   /** The fixture of `release`, unpacked into `dir`: `broker/` (server.properties, data/), `checkpoints/`, `sink/`, `fixture.properties`. */
   def unpack(release: String, dir: Path): Properties = {
-    tar(dir, "xzf", archive(release).toString)
+    tar(dir, "-xzf", archive(release).toString)
     val props = new Properties
     val in    = Files.newInputStream(dir.resolve("fixture.properties"))
     try props.load(in)
@@ -130,7 +130,7 @@ object CheckpointFixture {
     finally out.close()
     val archive = this.archive(Release)
     Files.createDirectories(archive.getParent)
-    tar(work, "czf", archive.toString, "fixture.properties", "sink", "checkpoints", "broker")
+    tar(work, "-czf", archive.toString, "fixture.properties", "sink", "checkpoints", "broker")
     println(s"wrote $archive (${Files.size(archive)} bytes)")
     TestDirs.deleteRecursively(work)
     sys.exit(0)
