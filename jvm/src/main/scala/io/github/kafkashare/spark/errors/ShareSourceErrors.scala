@@ -186,6 +186,9 @@ object ShareSourceErrors {
   def clusterChanged(recorded: String, now: String, bootstrap: String): ShareSourceException =
     error("KAFKA_SHARE_CHECKPOINT_MISMATCH.CLUSTER_CHANGED", "recorded" -> recorded, "now" -> now, "bootstrap" -> bootstrap)
 
+  def acknowledgmentModeChanged(recorded: String, now: String): ShareSourceException =
+    error("KAFKA_SHARE_CHECKPOINT_MISMATCH.ACKNOWLEDGMENT_MODE_CHANGED", "recorded" -> recorded, "now" -> now)
+
   def topicRecreated(topic: String, recorded: String, now: String, batch: Long): ShareSourceException =
     error("KAFKA_SHARE_DATA_LOSS.TOPIC_RECREATED", "topic" -> topic, "recorded" -> recorded, "now" -> now, "batch" -> batch)
 

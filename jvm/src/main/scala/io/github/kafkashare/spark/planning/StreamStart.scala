@@ -38,6 +38,7 @@ object StreamStart extends Logging {
       val hadoopConf = new SerializableHadoopConf(checkpointConf(spark))
       val store      = CheckpointStore.of(new Path(checkpointDir), hadoopConf.value)
       if (!store.createIfAbsentAtomic) logWarning(ShareSourceErrors.checkpointStoreNotAtomic(checkpointDir, store.createIfAbsentBy))
+      RecordedMode.check(store, checkpointDir, options.mode)
       logInfo(s"kafka-share: group '${options.groupId}', ${KafkaShareTable.describe(options.subscription)}, " +
         s"strategy ${options.strategy.name}, $parallelism consumers per batch, lock duration $lockDurationMs ms, " +
         s"checkpoint logs written by ${store.createIfAbsentBy}, " +

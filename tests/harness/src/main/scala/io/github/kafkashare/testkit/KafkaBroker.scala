@@ -195,6 +195,31 @@ object KafkaBroker {
     brokers
   }
 
+  /**
+   * Starts the single-node broker whose directory was copied to `dir` (a test fixture's, or another
+   * machine's: `server.properties` and `data/`), with the same cluster id, topics and groups. Its
+   * `server.properties` still names the old ports and paths: they are rewritten first, with new free
+   * ports (clients find the broker by its new bootstrap address) and `dir`'s own `data/`.
+   */
+  def startCopied(dir: Path, version: String): KafkaBroker = {
+    val propsFile = dir.resolve("server.properties")
+    val props     = loadProperties(propsFile)
+    require(props.getProperty("kafkashare.nodes", "1") == "1", s"$dir holds a node of a cluster; only a single node can be moved")
+    val (port, controllerPort) = (freePort(), freePort())
+    props.setProperty("listeners", s"PLAINTEXT://127.0.0.1:$port,CONTROLLER://127.0.0.1:$controllerPort")
+    props.setProperty("advertised.listeners", s"PLAINTEXT://127.0.0.1:$port")
+    // A static quorum (the voters in the configuration, as format wrote them): its address may change.
+    props.setProperty("controller.quorum.voters", s"${props.getProperty("node.id")}@127.0.0.1:$controllerPort")
+    props.setProperty("log.dirs", dir.resolve("data").toString)
+    props.setProperty("kafkashare.port", port.toString)
+    props.setProperty("kafkashare.version", version)
+    Files.deleteIfExists(dir.resolve("broker.pid"))
+    val out = Files.newOutputStream(propsFile)
+    try props.store(out, s"KRaft node moved to $dir (Kafka $version) for tests")
+    finally out.close()
+    new KafkaBroker(dir, version).start()
+  }
+
   /** A handle to the broker in `dir` without starting it (for stop and kill from another process). */
   def at(dir: Path): KafkaBroker = {
     val version = loadProperties(dir.resolve("server.properties")).getProperty("kafkashare.version")

@@ -27,7 +27,10 @@ object BatchHook {
  * A foreachBatch sink in memory: batch N replaces what an earlier run of batch N wrote, an idempotent
  * sink per batch id as the delivery contract assumes (pytest's suites write Parquet the same way).
  */
-final class BatchSink(hook: BatchHook = BatchHook.none) {
+final class BatchSink(initialHook: BatchHook = BatchHook.none) {
+
+  /** What foreachBatch does besides writing; a restart with changed options may change it (explicit mode's decisions). */
+  @volatile var hook: BatchHook = initialHook
 
   private val batches = new ConcurrentHashMap[Long, Vector[LandedRow]]()
 
@@ -41,11 +44,18 @@ final class BatchSink(hook: BatchHook = BatchHook.none) {
         col("deliveryCount"),
         spark_partition_id().as("task")
       )
+    val hook = this.hook
     val rows = hook.read(selected, batchId).collect()
       .map(r => LandedRow(r.getString(0), r.getString(1), r.getInt(2), r.getLong(3), r.getInt(4), r.getInt(5)))
     batches.put(batchId, rows.toVector)
     hook.afterWrite(batchId)
   }
+
+  /** Every batch written: its id and rows (its last run's). */
+  def written: Map[Long, Vector[LandedRow]] = batches.asScala.toMap
+
+  /** What an earlier application's sink held (a checkpoint fixture's): batch id to its rows. */
+  def restore(landed: Map[Long, Vector[LandedRow]]): Unit = landed.foreach { case (batch, rows) => batches.put(batch, rows) }
 
   /** Every row landed, in batch order. */
   def rows: Vector[LandedRow] = batches.asScala.toVector.sortBy(_._1).flatMap(_._2)

@@ -13,7 +13,7 @@ import org.apache.spark.sql.streaming.{StreamingQuery, StreamingQueryProgress, T
  */
 final class ShareQuery(
     spark: SparkSession,
-    val options: Map[String, String],
+    initialOptions: Map[String, String],
     val checkpoint: Path,
     hook: BatchHook = BatchHook.none,
     scheme: Option[String] = None // the checkpoint's file system, when not the local one
@@ -21,13 +21,28 @@ final class ShareQuery(
 
   val sink                                    = new BatchSink(hook)
   private var current: Option[StreamingQuery] = None
-  private val earlierProgress                 = ArrayBuffer.empty[StreamingQueryProgress]
+  @volatile private var currentOptions        = initialOptions
+
+  /** The reader options of the next start (a restart on the same checkpoint may change them: UpgradeContractSuite). */
+  def options: Map[String, String] = currentOptions
+
+  /** Changes the options of the next start: `set` added or replaced, `drop` removed; the checkpoint and sink stay. */
+  def changeOptions(set: Map[String, String], drop: Set[String] = Set.empty): Unit = {
+    require(current.forall(!_.isActive), "change the options of a stopped query")
+    currentOptions = currentOptions -- drop ++ set
+  }
+  private val earlierProgress = ArrayBuffer.empty[StreamingQueryProgress]
 
   def strategy: String = options.getOrElse("kafka.share.exactly.once.strategy", "none")
+
+  /** The strategy of every run so far (changed options may have changed it). */
+  def strategiesRun: Seq[String] = strategies.distinct.toSeq
+  private val strategies         = ArrayBuffer.empty[String]
 
   def start(trigger: Trigger): Unit = {
     require(current.forall(!_.isActive), "the query is running already")
     current.foreach(q => earlierProgress ++= q.recentProgress)
+    strategies += strategy
     val write: (DataFrame, Long) => Unit = sink.write
     val records                          = spark.readStream.format("kafka-share").options(options).load()
     current = Some(

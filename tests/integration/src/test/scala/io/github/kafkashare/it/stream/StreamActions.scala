@@ -67,3 +67,17 @@ final case class Assert(what: String)(val check: ShareQuery => Unit) extends Str
 
 /** The query ends with an error whose message holds `containing` (an injected failure). */
 final case class ExpectFailure(containing: String, within: FiniteDuration = 150.seconds) extends StreamAction
+
+/**
+ * The options of the query's next start change: `set` added or replaced, `drop` removed, and, when given,
+ * what its foreachBatch does (`hook`). The checkpoint and the sink stay: a restart of the same application
+ * with new settings (UpgradeContractSuite).
+ */
+final case class ChangeOptions(set: Map[String, String], drop: Set[String] = Set.empty, hook: Option[BatchHook] = None)
+    extends StreamAction
+
+/**
+ * Stops the query inside a batch: its foreachBatch read the batch's records (the source pinned them) and
+ * waits; the query is stopped there, before the sink wrote the batch and before Spark's commit log has it.
+ */
+final case class StopInsideBatch(within: FiniteDuration = 120.seconds) extends StreamAction
