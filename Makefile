@@ -57,7 +57,7 @@ test-jvm:
 
 # Two workers, one per core: the Spark and broker JVMs of one test keep a core busy (docs/internals/testing.md).
 test-python: $(VENV)/installed-wheel $(VENV)/installed-tools target/bench/tools.classpath $(S3_JARS) $(GCS) $(MAVEN_REPO) $(RELEASE_MAVEN) $(RELEASE_PYPI) typecheck lint
-	$(PY) -m pytest -n 2 --dist loadgroup --durations=20 tests/python --ignore=tests/python/test_delta_sink.py
+	$(PY) -m pytest -n 2 --dist loadgroup --durations=20 -m "not long" tests/python --ignore=tests/python/test_delta_sink.py
 
 # Throughput against Kafka's share consumer tool and Spark's own Kafka source (docs/internals/performance.md).
 # Parameters: make bench BENCH_ARGS="--records 500000 --partitions 4 --parallelism 4"
@@ -125,6 +125,7 @@ backlog-picture: $(VENV)/installed-wheel $(VENV)/installed-tools
 # Parameters: make chaos CHAOS_ARGS="--seed 42 --records 4000 --failures F3,F6 --strategies checkpoint-dedup"
 chaos: $(VENV)/installed-wheel $(VENV)/installed-tools target/bench/tools.classpath
 	cd tests/python && ../../$(PY) chaos.py --cluster $(CHAOS_ARGS)
+	$(PY) -m pytest -n 2 --dist loadgroup -m long tests/python
 
 # Many driver crashes of one two-phase-commit (and one checkpoint-dedup) query into Delta: 20,000 records,
 # 4 partitions, parallelism 4, 5 kills at random moments and 3 after the sink committed a batch, then a
