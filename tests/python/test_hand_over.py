@@ -127,7 +127,8 @@ def _check(
         if members_at_end[name]:
             failures.append(f"{name}: {members_at_end[name]} member(s) still in the group after the last application ended")
         first_s = finished[name]["first_rows_s"]
-        if timed and lingering is not None and (landed_s is None or first_s is None or landed_s - first_s > LANDED_AFTER_FIRST_ROWS_S):
+        late = landed_s is None or first_s is None or landed_s - first_s > LANDED_AFTER_FIRST_ROWS_S
+        if timed and lingering is not None and late:
             failures.append(
                 f"{name}: the next run had its first rows at {first_s} s and every record only at {landed_s} s "
                 f"(lock {LOCK_MS / 1000} s)"
