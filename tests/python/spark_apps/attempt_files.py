@@ -8,6 +8,7 @@ rows, and those of a run of a batch that Spark ran again, are not kept.
 """
 
 import json
+import time
 from pathlib import Path
 from typing import Any
 
@@ -22,5 +23,11 @@ def kept_rows(sink: Path) -> list[dict[str, Any]]:
 
 
 def all_rows(sink: Path) -> list[dict[str, Any]]:
-    """Every row any attempt wrote, kept or not."""
-    return [json.loads(line) for f in sorted(sink.glob("*.jsonl")) for line in f.read_text().splitlines() if line]
+    """Every row any attempt wrote, kept or not. An executor of a killed driver may still rename an attempt's
+    file while it is read (its JVM ends a few seconds later): then the files are listed again."""
+    for _ in range(20):
+        try:
+            return [json.loads(line) for f in sorted(sink.glob("*.jsonl")) for line in f.read_text().splitlines() if line]
+        except FileNotFoundError:
+            time.sleep(0.5)
+    raise AssertionError(f"the files of {sink} kept changing for 10 s")
