@@ -131,6 +131,23 @@ def _check(
     assert not failures, "\n".join(failures) + f"\n(logs: {spark_log('hand_over.py')})"
 
 
+def _stop_inside_a_batch_then_finish(
+    broker: Broker,
+    fresh_name: Callable[[str], str],
+    tmp: Path,
+    shapes: list[tuple[str, str, bool]],
+    case: str,
+    next_checkpoint: str,
+) -> None:
+    """The first application stops each query inside a slow batch; the next runs them on `next_checkpoint`."""
+    queries = _queries(broker, fresh_name, shapes)
+    stopped = _run(broker, tmp, queries, "stop", "first")
+    assert all(stopped[q["name"]]["stopped_inside_batch"] for q in queries), stopped
+    lingering = _members_after_exit(broker, queries)
+    finished = _run(broker, tmp, queries, "finish", next_checkpoint)
+    _check(broker, tmp, case, queries, finished, lingering)
+
+
 def test_a_new_checkpoint_takes_over_a_query_stopped_inside_a_slow_batch(
     broker: Broker, fresh_name: Callable[[str], str], tmp_path: Path
 ) -> None:
@@ -141,12 +158,7 @@ def test_a_new_checkpoint_takes_over_a_query_stopped_inside_a_slow_batch(
         ("two-phase-commit", "implicit", True),
         ("checkpoint-dedup", "explicit", True),
     ]
-    queries = _queries(broker, fresh_name, shapes)
-    stopped = _run(broker, tmp_path, queries, "stop", "first")
-    assert all(stopped[q["name"]]["stopped_inside_batch"] for q in queries), stopped
-    lingering = _members_after_exit(broker, queries)
-    finished = _run(broker, tmp_path, queries, "finish", "second")
-    _check(broker, tmp_path, "new-checkpoint", queries, finished, lingering)
+    _stop_inside_a_batch_then_finish(broker, fresh_name, tmp_path, shapes, "new-checkpoint", "second")
 
 
 @pytest.mark.long
@@ -156,12 +168,7 @@ def test_the_same_checkpoint_starts_again_after_a_stop_inside_a_slow_batch(
     """Every query has read its batch before the stop: held batches (two-phase commit, explicit mode) end
     at the stop, and the restart replays what was pinned."""
     shapes = [(s, "implicit", True) for s in IMPLICIT] + [("checkpoint-dedup", "explicit", True)]
-    queries = _queries(broker, fresh_name, shapes)
-    stopped = _run(broker, tmp_path, queries, "stop", "first")
-    assert all(stopped[q["name"]]["stopped_inside_batch"] for q in queries), stopped
-    lingering = _members_after_exit(broker, queries)
-    finished = _run(broker, tmp_path, queries, "finish", "first")
-    _check(broker, tmp_path, "same-checkpoint", queries, finished, lingering)
+    _stop_inside_a_batch_then_finish(broker, fresh_name, tmp_path, shapes, "same-checkpoint", "first")
 
 
 @pytest.mark.long
