@@ -338,9 +338,9 @@ lazy val integration = project
     Test / fork := true,
     Test / javaOptions ++= sparkJavaOptions ++ Seq(
       "-Xmx3g",
-      // sbt's forked runner runs as many suites at once as the JVM sees processors: 3 on the 2-core machine,
+      // sbt's forked runner runs as many suites at once as the JVM sees processors: 4 on the 2-core machine,
       // since most of a stream suite's time is waiting (see testForkedParallel below; docs/internals/testing.md).
-      "-XX:ActiveProcessorCount=3",
+      "-XX:ActiveProcessorCount=4",
       s"-Dkafkashare.root=${(LocalRootProject / baseDirectory).value}",
       s"-Dkafkashare.broker.versions=${brokerVersions.mkString(",")}"
     ),

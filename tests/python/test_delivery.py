@@ -23,9 +23,17 @@ SEED = 20261122  # CI strikes the same points every run; `make chaos` draws new 
 # (chaos.run_cells): one Spark start, one crash and one restart for all of them. F1, F2, F8, F10 and F11
 # need no process to die: they run in the test JVM, in tests/integration/.../stream/FailureCellsSuite.scala
 # (and all cells, idempotent's too, in `make chaos`).
+# `make test` keeps one cell per kind of process that dies (the driver: F4, F5; an executor: F3); the broker's
+# death (F6) and a pause (F7) are `make chaos`'s (long), as the broker killed inside a real-time batch is in the
+# real-time suite (tests/realtime-integration).
 EXACTLY_ONCE_STRATEGIES = ["checkpoint-dedup", "two-phase-commit"]
-FAILURES = [("F4", [s for s in STRATEGIES if s != "idempotent"]), ("F5", [s for s in STRATEGIES if s != "idempotent"])] + [
-    (f, EXACTLY_ONCE_STRATEGIES) for f in ("F3", "F6", "F7")
+FAILURES = [
+    pytest.param(f, strategies, id=f, marks=[pytest.mark.long] if f in ("F6", "F7") else [])
+    for f, strategies in [
+        ("F4", [s for s in STRATEGIES if s != "idempotent"]),
+        ("F5", [s for s in STRATEGIES if s != "idempotent"]),
+    ]
+    + [(f, EXACTLY_ONCE_STRATEGIES) for f in ("F3", "F6", "F7")]
 ]
 
 
@@ -49,7 +57,7 @@ def check(cell: Cell) -> None:
 
 
 @pytest.mark.parametrize("broker", [NEWEST], indirect=True, ids=[f"kafka-{NEWEST}"])
-@pytest.mark.parametrize("failure,strategies", FAILURES, ids=[f for f, _ in FAILURES])
+@pytest.mark.parametrize("failure,strategies", FAILURES)
 def test_failure_loses_nothing(broker: Broker, tmp_path: Path, failure: str, strategies: list[str]) -> None:
     """Also, after a driver crash (F4, F5), the restarted query runs the batch the crash interrupted again
     without failing first: Spark hands the source that batch's offsets as read back from the checkpoint
@@ -68,7 +76,8 @@ def test_failure_loses_nothing(broker: Broker, tmp_path: Path, failure: str, str
 
 
 @pytest.mark.parametrize("broker", [NEWEST], indirect=True, ids=[f"kafka-{NEWEST}"])
-@pytest.mark.parametrize("strategy", EXACTLY_ONCE_STRATEGIES)
+# checkpoint-dedup's cell is `make chaos`'s: two-phase-commit's holds are the ones the other members wait on.
+@pytest.mark.parametrize("strategy", [pytest.param("checkpoint-dedup", marks=pytest.mark.long), "two-phase-commit"])
 def test_a_group_shared_with_another_query_and_a_console_consumer_loses_nothing(
     broker: Broker, tmp_path: Path, strategy: str
 ) -> None:
@@ -76,6 +85,8 @@ def test_a_group_shared_with_another_query_and_a_console_consumer_loses_nothing(
     check(run_cell(broker, tmp_path, "F9", strategy, SEED, records=4000, group_timing=TEST_GROUP_TIMING))
 
 
+# `make chaos`: renewal itself is LockRenewalSuite's (tests/integration), in a test JVM, on every line with RENEW.
+@pytest.mark.long
 @pytest.mark.parametrize("broker", [NEWEST], indirect=True, ids=[f"kafka-{NEWEST}"])
 def test_a_driver_killed_in_a_batch_longer_than_the_lock_loses_nothing(broker: Broker, tmp_path: Path) -> None:
     """F4, 40 s into a two-phase-commit batch with 15 s locks: the executor renewed the held records' locks

@@ -162,7 +162,12 @@ def test_spark_submit_packages_from_the_published_maven_repository_then_configur
 
 
 @pytest.mark.parametrize("broker", [NEWEST], indirect=True, ids=[f"kafka-{NEWEST}"])
-@pytest.mark.parametrize("when", ["after", "before"], ids=["configure-after-the-session", "configure-before-it"])
+# Before the session is `make chaos`'s (long): the Connect test and the --packages test call configure() on a builder.
+@pytest.mark.parametrize(
+    "when",
+    ["after", pytest.param("before", marks=pytest.mark.long)],
+    ids=["configure-after-the-session", "configure-before-it"],
+)
 def test_spark_submit_jars_of_a_copy_elsewhere_then_configure(broker: Broker, tmp_path: Path, when: str) -> None:
     """--jars of the jar at another path (and another jar): configure() accepts the session, and adds no second
     copy of the connector nor drops a submitted jar, whether called after the session started or before."""

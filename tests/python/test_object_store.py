@@ -124,6 +124,9 @@ def test_two_attempts_of_a_task_never_both_pin_the_same_part_on_gcs(gcs: str) ->
     assert gcs_objects(gcs, bucket, "checkpoint/sources/0/acquisitions/0/"), "no acquisition log in the bucket"
 
 
+# `make chaos` (long): what GCS changes, the store's create without overwrite, is the race test's above; the
+# crash with the checkpoint in a bucket is the S3 cell's.
+@pytest.mark.long
 @pytest.mark.parametrize("broker", [NEWEST], indirect=True, ids=[f"kafka-{NEWEST}"])
 def test_driver_crash_with_the_checkpoint_on_gcs_loses_nothing(broker: Broker, gcs: str, tmp_path: Path) -> None:
     """F4 with every checkpoint file in a GCS bucket, two-phase-commit (the strategy whose phase 2 also
