@@ -141,7 +141,10 @@ class UpgradeContractSuite extends ShareStreamTest with BeforeAndAfterAll {
       // One batch, then a minute's pause: stopped after a batch whose RELEASEd records are back in the group.
       StartStream(Trigger.ProcessingTime(60000)),
       Assert("a batch committed, and RELEASEd a tenth of its records") { q =>
-        eventually(120.seconds, "a committed batch with records")(q.committedBatches >= 1 && q.sink.rows.nonEmpty)
+        // Its progress too: Spark reports a batch's progress after it writes the commit log.
+        eventually(120.seconds, "a committed batch with records, and its progress")(
+          q.committedBatches >= 1 && q.sink.rows.nonEmpty && q.batchesWithRecords.nonEmpty
+        )
         assert(q.sink.rows.size < q.batchesWithRecords.map(_.numInputRows).sum, q.describe)
       },
       StopStream
