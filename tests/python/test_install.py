@@ -133,7 +133,7 @@ def test_spark_submit_packages_from_the_published_maven_repository_then_configur
     assert pom.find("m:dependencies", ns) is None, "the published pom names dependencies"
     assert (pom_file.parent / f"spark-kafka-share_2.13-{VERSION}-sources.jar").is_file()
 
-    config = {**_topic_with_records(broker, f"install-packages-{os.getpid()}", 300), "work": str(tmp_path), "configure": "after"}
+    config = {**_topic_with_records(broker, f"install-packages-{os.getpid()}", 300), "work": str(tmp_path), "configure": "before"}
     ivy = tmp_path / "ivy"  # an empty Ivy home: the jar must come from the repository, not a cache
     result = _run(
         [
@@ -162,7 +162,7 @@ def test_spark_submit_packages_from_the_published_maven_repository_then_configur
 
 
 @pytest.mark.parametrize("broker", [NEWEST], indirect=True, ids=[f"kafka-{NEWEST}"])
-# Before the session is `make chaos`'s (long): the Connect test and the --packages test call configure() on a builder.
+# Before the session is `make chaos`'s (long): the --packages test above calls configure() before its session.
 @pytest.mark.parametrize(
     "when",
     ["after", pytest.param("before", marks=pytest.mark.long)],
