@@ -23,12 +23,12 @@ SEED = 20261122  # CI strikes the same points every run; `make chaos` draws new 
 # (chaos.run_cells): one Spark start, one crash and one restart for all of them. F1, F2, F8, F10 and F11
 # need no process to die: they run in the test JVM, in tests/integration/.../stream/FailureCellsSuite.scala
 # (and all cells, idempotent's too, in `make chaos`).
-# `make test` keeps one cell per kind of process that dies (the driver: F4, F5; an executor: F3); the broker's
-# death (F6) and a pause (F7) are `make chaos`'s (long), as the broker killed inside a real-time batch is in the
-# real-time suite (tests/realtime-integration).
+# `make test` keeps one cell per kind of process that dies: the driver (F5, here; F4 with the checkpoint on S3,
+# test_object_store.py) and an executor (F3). F4 here, the broker's death (F6) and a pause (F7) are `make chaos`'s
+# (long); the broker killed inside a real-time batch is in the real-time suite (tests/realtime-integration).
 EXACTLY_ONCE_STRATEGIES = ["checkpoint-dedup", "two-phase-commit"]
 FAILURES = [
-    pytest.param(f, strategies, id=f, marks=[pytest.mark.long] if f in ("F6", "F7") else [])
+    pytest.param(f, strategies, id=f, marks=[pytest.mark.long] if f in ("F4", "F6", "F7") else [])
     for f, strategies in [
         ("F4", [s for s in STRATEGIES if s != "idempotent"]),
         ("F5", [s for s in STRATEGIES if s != "idempotent"]),

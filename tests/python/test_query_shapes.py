@@ -55,6 +55,8 @@ def test_a_union_into_a_file_sink_and_a_watermarked_stateful_query_survive_drive
     assert grown, sizes
 
 
+# `make chaos` (long), for make test's time: the aged carry itself is PoolWithBrokerSuite's (tests/integration).
+@pytest.mark.long
 def test_records_on_their_last_delivery_attempt_are_counted_and_kept(
     broker: Broker, fresh_name: Callable[[str], str], tmp_path: Path
 ) -> None:

@@ -17,22 +17,22 @@ from streams import NEWEST, check, prepare, stream
 pytestmark = pytest.mark.parametrize("broker", [NEWEST], indirect=True, ids=[f"kafka-{NEWEST}"])
 
 
-def test_local_cluster_100k_records_into_parquet_exactly_once(
+def test_local_cluster_50k_records_into_parquet_exactly_once(
     broker: Broker, fresh_name: Callable[[str], str], tmp_path: Path
 ) -> None:
-    topic, group = prepare(broker, fresh_name, partitions=4, records=100_000)
+    topic, group = prepare(broker, fresh_name, partitions=4, records=50_000)
     landed = stream(
         broker,
         tmp_path,
         topic,
         group,
         "checkpoint-dedup",
-        100_000,
+        50_000,
         parallelism=4,
         master="local-cluster[2,1,1024]",
         timeout_s=300,
     )
-    check("lc", "checkpoint-dedup", landed, 100_000, tmp_path)
+    check("lc", "checkpoint-dedup", landed, 50_000, tmp_path)
 
 
 def test_a_stopped_query_on_a_cluster_leaves_the_rest_to_the_group_at_once(
