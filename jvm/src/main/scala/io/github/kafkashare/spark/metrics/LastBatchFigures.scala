@@ -78,9 +78,9 @@ final class EmittedAgesAccumulator extends AccumulatorV2[AgeHistogram, AgeHistog
     c.histogram = histogram.copy()
     c
   }
-  override def reset(): Unit                  = synchronized { histogram = new AgeHistogram }
-  override def add(v: AgeHistogram): Unit     = synchronized(histogram.add(v))
-  override def value: AgeHistogram            = synchronized(histogram.copy())
+  override def reset(): Unit                                                 = synchronized { histogram = new AgeHistogram }
+  override def add(v: AgeHistogram): Unit                                    = synchronized(histogram.add(v))
+  override def value: AgeHistogram                                           = synchronized(histogram.copy())
   override def merge(other: AccumulatorV2[AgeHistogram, AgeHistogram]): Unit = add(other.value)
 }
 

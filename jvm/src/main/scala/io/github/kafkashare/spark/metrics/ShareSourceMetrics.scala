@@ -110,8 +110,8 @@ final class QueryTotals private (
   def lastBatchMetrics: Map[String, String] = {
     val ages = emittedAges.value
     Map(
-      QueryTotals.EmittedAgeMax        -> ages.max.toString,
-      QueryTotals.EmittedAgeP99        -> ages.quantile(0.99).toString,
+      QueryTotals.EmittedAgeMax               -> ages.max.toString,
+      QueryTotals.EmittedAgeP99               -> ages.quantile(0.99).toString,
       ShareSourceMetrics.LockUsedPercent.name -> lockUsed.value.toString
     )
   }

@@ -22,9 +22,9 @@ object JvmActivity {
   /** Read tasks running now. */
   def readTasks: Long = tasks.sum
 
-  def consumerOpened(): Unit      = consumers.increment()
-  def consumerClosed(): Unit      = consumers.decrement()
-  def taskStarted(): Unit         = tasks.increment()
-  def taskEnded(): Unit           = tasks.decrement()
+  def consumerOpened(): Unit       = consumers.increment()
+  def consumerClosed(): Unit       = consumers.decrement()
+  def taskStarted(): Unit          = tasks.increment()
+  def taskEnded(): Unit            = tasks.decrement()
   def renewedRecords(n: Int): Unit = if (n > 0) recordsRenewed.inc(n.toLong)
 }

@@ -14,7 +14,7 @@ import org.apache.spark.api.plugin.{DriverPlugin, ExecutorPlugin, PluginContext}
  * one gauge at once, and the queries' gauges come and go later.
  */
 final class MetricsDriverPlugin extends DriverPlugin {
-  private var context: Option[SparkContext]         = None
+  private var context: Option[SparkContext]           = None
   private var listener: Option[QueryProgressListener] = None
 
   override def init(sc: SparkContext, ctx: PluginContext): util.Map[String, String] = {

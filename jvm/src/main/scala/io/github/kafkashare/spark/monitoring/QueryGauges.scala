@@ -31,9 +31,12 @@ final class QueryGauges(registry: MetricRegistry) {
     figures.foreach { case (metric, value) =>
       if (published.values.put(metric, value) == null) {
         val values = published.values
-        registry.register(s"${published.prefix}.$metric", new Gauge[Long] {
-          override def getValue: Long = Option(values.get(metric)).fold(0L)(_.longValue)
-        })
+        registry.register(
+          s"${published.prefix}.$metric",
+          new Gauge[Long] {
+            override def getValue: Long = Option(values.get(metric)).fold(0L)(_.longValue)
+          }
+        )
       }
     }
     published.values.keySet.asScala.toSeq.filterNot(figures.contains).foreach { gone =>

@@ -270,9 +270,11 @@ final class ClusterAccess(options: ShareSourceOptions) extends ClusterView with 
       val props = new Properties
       // A plain consumer refuses the share consumer's own settings, as in ReplayFetcher.
       options.kafkaParams.foreach { case (k, v) => if (!k.startsWith("share.")) props.put(k, v) }
-      Seq(ConsumerConfig.GROUP_ID_CONFIG, ConsumerConfig.GROUP_PROTOCOL_CONFIG, ConsumerConfig.GROUP_INSTANCE_ID_CONFIG).foreach(props.remove)
+      Seq(ConsumerConfig.GROUP_ID_CONFIG, ConsumerConfig.GROUP_PROTOCOL_CONFIG, ConsumerConfig.GROUP_INSTANCE_ID_CONFIG).foreach(
+        props.remove
+      )
       props.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "false")
-      props.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest") // a start offset the log no longer has: its first record
+      props.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest")      // a start offset the log no longer has: its first record
       props.put(ConsumerConfig.MAX_PARTITION_FETCH_BYTES_CONFIG, "65536") // one record is wanted; a batch comes anyway
       props.put(ConsumerConfig.FETCH_MAX_BYTES_CONFIG, "1048576")
       props.put(ConsumerConfig.REQUEST_TIMEOUT_MS_CONFIG, "15000")

@@ -85,11 +85,11 @@ class KafkaShareMicroBatchStream(
   private var plannedAt   = System.nanoTime
   // The offset latestOffset returned last: planInputPartitions of any other end is a re-run of a
   // batch planned before (after a restart), whose identity is checked against the cluster again.
-  private var lastPlanned    = Option.empty[ShareSourceOffset]
-  private val backlog        = new BacklogHistory
-  private val backlogAge     = new BacklogAge(cluster.recordTimestamps)
+  private var lastPlanned = Option.empty[ShareSourceOffset]
+  private val backlog     = new BacklogHistory
+  private val backlogAge  = new BacklogAge(cluster.recordTimestamps)
   // The group's start offsets of the partitions with a backlog, at the last look: where backlogAge reads.
-  private var oldestHeld = Map.empty[(String, Int), Long]
+  private var oldestHeld     = Map.empty[(String, Int), Long]
   private var probeWaitMs    = lockDurationMs
   private var lastBatchStats = BatchStats(0, 0, 0)
   // Trigger.AvailableNow: the end offset of every partition when the query started.

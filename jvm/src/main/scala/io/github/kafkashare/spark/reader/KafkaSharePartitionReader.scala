@@ -21,7 +21,7 @@ final class KafkaSharePartitionReader(partition: KafkaShareInputPartition) exten
   private type Record = PooledShareConsumer.Record
 
   private val counters = new TaskCounters
-  private val ages     = new AgeHistogram // of the records emitted, merged into the batch's at close
+  private val ages     = new AgeHistogram        // of the records emitted, merged into the batch's at close
   private val totals   = partition.totals.open() // here, inside the task, so that the task's updates count
   // Held batches are acknowledged after the task that acquired them ended; the next task here reports it.
   locally {
@@ -31,7 +31,7 @@ final class KafkaSharePartitionReader(partition: KafkaShareInputPartition) exten
   }
   // Last in the constructor: a reader that failed to build is never closed, and would count for ever.
   JvmActivity.taskStarted()
-  private var ended = false
+  private var ended                             = false
   private var acquisition: Option[PinnedPolls]  = None
   private var replay: Option[ReplayFetcher]     = None
   private var handedOver: Option[ReplayFetcher] = None

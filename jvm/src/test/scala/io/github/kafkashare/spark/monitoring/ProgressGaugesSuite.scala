@@ -22,11 +22,11 @@ class ProgressGaugesSuite extends AnyFunSuite {
       ))
     )
     assert(gauges == Map(
-      "backlogRecords"                   -> 1200L,
-      "deliveryCountLimit"               -> -1L,
-      "topic.orders.backlogRecords"      -> 1200L,
-      "topic.pay_ments.backlogRecords"   -> 0L,
-      "lockUsedPercent"                  -> 42L
+      "backlogRecords"                 -> 1200L,
+      "deliveryCountLimit"             -> -1L,
+      "topic.orders.backlogRecords"    -> 1200L,
+      "topic.pay_ments.backlogRecords" -> 0L,
+      "lockUsedPercent"                -> 42L
     ))
     assert(ProgressGauges.of(Seq(source -> Map("deliveryCountLimit" -> "5"))) == Map("deliveryCountLimit" -> 5L))
   }

@@ -32,8 +32,8 @@ class QueryGaugesSuite extends AnyFunSuite {
   }
 
   test("a query without a name is published by its id; a name taken by a running query falls back to the id") {
-    val registry = new MetricRegistry
-    val queries  = new QueryGauges(registry)
+    val registry  = new MetricRegistry
+    val queries   = new QueryGauges(registry)
     val (a, b, c) = (UUID.randomUUID(), UUID.randomUUID(), UUID.randomUUID())
     queries.progressed(a.toString, null, Map("backlogRecords" -> 1L))
     queries.progressed(b.toString, "q", Map("backlogRecords" -> 2L))
@@ -53,8 +53,8 @@ class QueryGaugesSuite extends AnyFunSuite {
   // Dropwizard 4 (Spark 4.0 ships 4.2.30) that adds a listener to the child: later additions and removals reach
   // the parent, which the sinks report from. The stream suite MetricsSystemSuite checks the same through JMX.
   test("gauges added to the plugin's registry after Spark took it reach Spark's registry, and their removal too") {
-    val spark  = new MetricRegistry
-    val plugin = new MetricRegistry
+    val spark   = new MetricRegistry
+    val plugin  = new MetricRegistry
     val queries = new QueryGauges(plugin) // registers its gauge at once: Spark takes no empty registry
     spark.register("app.driver.plugin.io.github.kafkashare.spark.KafkaSharePlugin", plugin)
     queries.progressed("id", "q", Map("backlogRecords" -> 7L))

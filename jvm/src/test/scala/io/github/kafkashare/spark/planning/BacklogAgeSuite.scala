@@ -57,9 +57,19 @@ class BacklogAgeSuite extends AnyFunSuite {
     val (p0, p1) = (new TopicPartition("a", 0), new TopicPartition("a", 1))
     consumer.updateBeginningOffsets(Map(p0 -> java.lang.Long.valueOf(0L), p1 -> java.lang.Long.valueOf(0L)).asJava)
     def record(tp: TopicPartition, offset: Long, timestamp: Long) =
-      new ConsumerRecord[Array[Byte], Array[Byte]](tp.topic, tp.partition, offset, timestamp,
-        org.apache.kafka.common.record.TimestampType.CREATE_TIME, 0, 0, Array.emptyByteArray, Array.emptyByteArray,
-        new org.apache.kafka.common.header.internals.RecordHeaders, java.util.Optional.empty[Integer])
+      new ConsumerRecord[Array[Byte], Array[Byte]](
+        tp.topic,
+        tp.partition,
+        offset,
+        timestamp,
+        org.apache.kafka.common.record.TimestampType.CREATE_TIME,
+        0,
+        0,
+        Array.emptyByteArray,
+        Array.emptyByteArray,
+        new org.apache.kafka.common.header.internals.RecordHeaders,
+        java.util.Optional.empty[Integer]
+      )
     val reader = new RecordTimestamps(consumer, budgetMs = 2000)
     consumer.schedulePollTask(() => {
       // a-0 from offset 5: the records below it are acknowledged, offset 6 is the first left (5 is a marker)
