@@ -78,6 +78,10 @@ object ShareSourceMetrics {
       Backlog
     )
 
+  /** The progress's time lag: the oldest record the group holds (planning/BacklogAge), and the last batch's emitted records. */
+  val BacklogAgeMs         = "backlogAgeMs"
+  def timeLag: Seq[String] = Seq(BacklogAgeMs, QueryTotals.EmittedAgeMax, QueryTotals.EmittedAgeP99)
+
   /** What the read tasks report, in the order of [[declared]]. */
   val ofTasks: IndexedSeq[MetricDeclaration] = declared.filterNot(_.driver).toIndexedSeq
 

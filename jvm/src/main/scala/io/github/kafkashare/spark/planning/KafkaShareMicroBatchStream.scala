@@ -7,7 +7,7 @@ import scala.util.control.NonFatal
 
 import io.github.kafkashare.spark.ack.{CommitWatcher, ExplicitQueries}
 import io.github.kafkashare.spark.consumer.{ShareConsumerPool, Uninterrupted}
-import io.github.kafkashare.spark.metrics.{Backlog, QueryTotals}
+import io.github.kafkashare.spark.metrics.{Backlog, QueryTotals, ShareSourceMetrics}
 import io.github.kafkashare.spark.monitoring.ProgressGauges
 import io.github.kafkashare.spark.offsets._
 import io.github.kafkashare.spark.options.ShareSourceOptions
@@ -317,14 +317,14 @@ class KafkaShareMicroBatchStream(
   override def metrics(latestConsumedOffset: util.Optional[Offset]): util.Map[String, String] = {
     val pinnedRanges = if (latestConsumedOffset.isPresent) ShareSourceOffset.of(latestConsumedOffset.get).pinned.rangeCount else 0
     (Map(
-      "lastBatch"                 -> lastBatchStats.batch.toString,
-      "lastBatchRecordsAcquired"  -> lastBatchStats.records.toString,
-      "lastBatchMaxDeliveryCount" -> lastBatchStats.maxDeliveryCount.toString,
-      "pinnedRanges"              -> pinnedRanges.toString,
-      "parallelism"               -> settings.parallelism.toString,
-      "lockDurationMs"            -> lockDurationMs.toString,
-      "deliveryCountLimit"        -> deliveryLimit.current.fold("-")(_.toString),
-      "backlogAgeMs"              -> backlogAge.current.toString
+      "lastBatch"                     -> lastBatchStats.batch.toString,
+      "lastBatchRecordsAcquired"      -> lastBatchStats.records.toString,
+      "lastBatchMaxDeliveryCount"     -> lastBatchStats.maxDeliveryCount.toString,
+      "pinnedRanges"                  -> pinnedRanges.toString,
+      "parallelism"                   -> settings.parallelism.toString,
+      "lockDurationMs"                -> lockDurationMs.toString,
+      "deliveryCountLimit"            -> deliveryLimit.current.fold("-")(_.toString),
+      ShareSourceMetrics.BacklogAgeMs -> backlogAge.current.toString
     ) ++ backlog.metrics ++ totals.asMetrics ++ totals.lastBatchMetrics).asJava
   }
 
