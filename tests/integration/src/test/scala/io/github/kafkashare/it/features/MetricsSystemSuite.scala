@@ -22,14 +22,15 @@ final class MetricsSystemSuite extends ShareStreamTest {
 
   private val mbeans = ManagementFactory.getPlatformMBeanServer
 
-  /** The plugin's gauges under `<app>.<executor>.plugin.io.github.kafkashare.spark.KafkaSharePlugin.`, by their own name. */
+  /** The plugin's gauges under `[<app>.<executor>.]plugin.io.github.kafkashare.spark.KafkaSharePlugin.`, by their own name. */
   private def pluginGauges(): Map[String, Long] =
     mbeans.queryNames(new ObjectName("metrics:type=gauges,*"), null).asScala.flatMap { o =>
-      val raw    = Option(o.getKeyProperty("name")).getOrElse("")
-      val name   = if (raw.startsWith("\"")) ObjectName.unquote(raw) else raw
-      val marker = ".plugin.io.github.kafkashare.spark.KafkaSharePlugin."
+      val raw  = Option(o.getKeyProperty("name")).getOrElse("")
+      val name = if (raw.startsWith("\"")) ObjectName.unquote(raw) else raw
+      // Spark registers the local executor before it knows the application's id: its names have no prefix.
+      val marker = "plugin.io.github.kafkashare.spark.KafkaSharePlugin."
       val at     = name.indexOf(marker)
-      if (at < 0) None
+      if (at < 0 || (at > 0 && name(at - 1) != '.')) None
       else
         try Some(name.substring(at + marker.length) -> mbeans.getAttribute(o, "Value").toString.toLong)
         catch { case _: javax.management.InstanceNotFoundException => None } // removed meanwhile
@@ -79,6 +80,9 @@ final class MetricsSystemSuite extends ShareStreamTest {
       )
       Seq("backlogAgeMs", "lockUsedPercent", "recordsAcquiredTotal", s"topic.${prepared.topic}.backlogRecords", "deliveryCountLimit")
         .foreach(m => assert(gauges.contains(s"$name.$m"), s"no gauge $name.$m"))
+      val named =
+        mbeans.queryNames(new ObjectName("metrics:*"), null).asScala.map(_.getKeyProperty("name")).filter(_.contains("KafkaSharePlugin"))
+      info(s"the plugin's names not of the query: ${named.filterNot(_.contains(name)).toSeq.sorted.mkString(", ")}")
       assert(gauges.contains("jvm.shareConsumers") && gauges.contains("jvm.readTasks"), "the executor plugin's gauges (local mode)")
       assert(gauges("jvm.shareConsumers") > 0, "the query's consumers are open in this JVM")
     } finally query.stop()
