@@ -5,6 +5,7 @@ import java.util.Properties
 
 import scala.jdk.CollectionConverters._
 
+import io.github.kafkashare.spark.monitoring.JvmActivity
 import io.github.kafkashare.spark.options.Decision
 import org.apache.kafka.clients.consumer.{AcknowledgeType, ConsumerRecord, KafkaShareConsumer, ShareConsumer}
 import org.apache.kafka.common.serialization.ByteArrayDeserializer
@@ -50,8 +51,12 @@ final class PooledShareConsumer(val key: ConsumerKey, open: Properties => ShareC
     key.params.foreach { case (k, v) => props.put(k, v) }
     props.put("group.id", key.groupId)
     props.put("share.acknowledgement.mode", "explicit")
-    open(props)
+    val opened = open(props)
+    JvmActivity.consumerOpened()
+    opened
   }
+  // close() may come twice (a failed close, then the pool's drain): counted once.
+  private val closed                  = new java.util.concurrent.atomic.AtomicBoolean(false)
   private var subscribed: Set[String] = Set.empty
   // Acquired and not yet acknowledged, by identity (a record is added and removed once per poll: an
   // identity map does both without allocating, which matters at hundreds of thousands a second).
@@ -303,6 +308,7 @@ final class PooledShareConsumer(val key: ConsumerKey, open: Properties => ShareC
     // The broker restarts the locks while the commit runs: date them from before it was sent.
     val renewedAt = System.nanoTime - PooledShareConsumer.InFlightMarginNanos
     (heldBefore ++ carriedBefore).foreach(consumer.acknowledge(_, AcknowledgeType.RENEW))
+    JvmActivity.renewedRecords(heldBefore.size + carriedBefore.size)
     // If this throws (a timeout), the records stay marked held: the caller closes the consumer.
     val refused = commit(commitTimeoutMs)
     held.clear()
@@ -346,7 +352,9 @@ final class PooledShareConsumer(val key: ConsumerKey, open: Properties => ShareC
    * Closes the client. One that never subscribed never joined the group: it has nothing to leave or
    * acknowledge, and a graceful close would only spend its timeout looking for a coordinator.
    */
-  def close(): Unit = consumer.close(if (subscribed.isEmpty) Duration.ZERO else Duration.ofSeconds(10))
+  def close(): Unit =
+    try consumer.close(if (subscribed.isEmpty) Duration.ZERO else Duration.ofSeconds(10))
+    finally if (closed.compareAndSet(false, true)) JvmActivity.consumerClosed()
 }
 
 object PooledShareConsumer {

@@ -17,8 +17,13 @@ import io.github.kafkashare.spark.offsets.TopicPartitionRanges
  * Brokers from Kafka 4.2 report the lag themselves (KIP-1226): they know what every member acknowledged
  * above the start offset, so [[fromBroker]] takes theirs.
  */
-final case class Backlog(byTopic: Map[String, Long]) {
-  def total: Long = byTopic.valuesIterator.sum
+final case class Backlog(byPartition: Map[(String, Int), Long]) {
+  lazy val byTopic: Map[String, Long] = byPartition.toSeq.map { case ((t, _), n) => t -> n }.groupMapReduce(_._1)(_._2)(_ + _)
+
+  def total: Long = byPartition.valuesIterator.sum
+
+  /** The partitions that have records available: where the backlog's age is read (BacklogAge). */
+  def partitionsWithRecords: Set[(String, Int)] = byPartition.collect { case (tp, n) if n > 0 => tp }.toSet
 
   /** `topic=records` pairs, by topic, for a progress metric (a string, as Spark's metrics are). */
   def render: String = byTopic.toSeq.sorted.map { case (t, n) => s"$t=$n" }.mkString(",")
@@ -29,20 +34,13 @@ object Backlog {
 
   /** The broker's own lag per partition (Kafka 4.2+); a partition it reports none for counts 0, as in [[of]]. */
   def fromBroker(ends: Map[(String, Int), Long], brokerLag: Map[(String, Int), Option[Long]]): Backlog =
-    Backlog(
-      ends.toSeq.map { case ((topic, partition), _) =>
-        topic -> brokerLag.get((topic, partition)).flatten.fold(0L)(math.max(0L, _))
-      }.groupMapReduce(_._1)(_._2)(_ + _)
-    )
+    Backlog(ends.map { case (tp, _) => tp -> brokerLag.get(tp).flatten.fold(0L)(math.max(0L, _)) })
 
   def of(ends: Map[(String, Int), Long], startOffsets: Map[(String, Int), Long], pinned: TopicPartitionRanges): Backlog =
-    Backlog(
-      ends.toSeq.map { case ((topic, partition), end) =>
-        val available = startOffsets.get((topic, partition)).fold(0L) { start =>
-          val pinnedAbove = pinned.byPartition.get((topic, partition)).fold(0L)(_.countWithin(start, end))
-          math.max(0L, end - start - pinnedAbove)
-        }
-        topic -> available
-      }.groupMapReduce(_._1)(_._2)(_ + _)
-    )
+    Backlog(ends.map { case (tp, end) =>
+      tp -> startOffsets.get(tp).fold(0L) { start =>
+        val pinnedAbove = pinned.byPartition.get(tp).fold(0L)(_.countWithin(start, end))
+        math.max(0L, end - start - pinnedAbove)
+      }
+    })
 }

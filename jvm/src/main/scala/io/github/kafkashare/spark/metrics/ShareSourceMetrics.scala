@@ -78,6 +78,10 @@ object ShareSourceMetrics {
       Backlog
     )
 
+  /** The progress's time lag: the oldest record the group holds (planning/BacklogAge), and the last batch's emitted records. */
+  val BacklogAgeMs         = "backlogAgeMs"
+  def timeLag: Seq[String] = Seq(BacklogAgeMs, QueryTotals.EmittedAgeMax, QueryTotals.EmittedAgeP99)
+
   /** What the read tasks report, in the order of [[declared]]. */
   val ofTasks: IndexedSeq[MetricDeclaration] = declared.filterNot(_.driver).toIndexedSeq
 
@@ -91,25 +95,53 @@ object ShareSourceMetrics {
 
 /**
  * Totals since the query started, for query progress: the read tasks add to these accumulators and
- * the driver reads them. A retried task counts again.
+ * the driver reads them. A retried task counts again. Beside them, figures of the last batch only
+ * (the emitted records' ages, the largest share of a lock a task used), which the driver resets as it
+ * plans each batch ([[resetLastBatch]]).
  */
-final class QueryTotals private (accumulators: Map[String, LongAccumulator]) extends Serializable {
+final class QueryTotals private (
+    accumulators: Map[String, LongAccumulator],
+    val emittedAges: EmittedAgesAccumulator,
+    val lockUsed: MaxAccumulator
+) extends Serializable {
 
   def apply(metric: MetricDeclaration): LongAccumulator = accumulators(metric.name)
 
   def asMetrics: Map[String, String] =
     ShareSourceMetrics.ofTasks.filter(_.queryTotal).map(m => m.totalName -> accumulators(m.name).sum.toString).toMap
 
+  /** Driver: the progress metrics of the batch whose tasks added to the last-batch figures. */
+  def lastBatchMetrics: Map[String, String] = {
+    val ages = emittedAges.value
+    Map(
+      QueryTotals.EmittedAgeMax               -> ages.max.toString,
+      QueryTotals.EmittedAgeP99               -> ages.quantile(0.99).toString,
+      ShareSourceMetrics.LockUsedPercent.name -> lockUsed.value.toString
+    )
+  }
+
+  /** Driver, as a batch is planned: its tasks start the last-batch figures afresh. */
+  def resetLastBatch(): Unit = { emittedAges.reset(); lockUsed.reset() }
+
   def inTransit: QueryTotalsInTransit = new QueryTotalsInTransit(this)
 }
 
 object QueryTotals {
+  val EmittedAgeMax = "emittedAgeMaxMs"
+  val EmittedAgeP99 = "emittedAgeP99Ms"
 
   /** Registers one accumulator per metric with a query total (the SparkContext itself stays on the driver). */
-  def apply(spark: org.apache.spark.SparkContext): QueryTotals =
+  def apply(spark: org.apache.spark.SparkContext): QueryTotals = {
+    val ages = new EmittedAgesAccumulator
+    spark.register(ages, "kafka-share ages of the records the last batch emitted")
+    val lockUsed = new MaxAccumulator
+    spark.register(lockUsed, "kafka-share largest share of a lock a task of the last batch used (%)")
     new QueryTotals(
-      ShareSourceMetrics.ofTasks.filter(_.queryTotal).map(m => m.name -> spark.longAccumulator(s"kafka-share ${m.description}")).toMap
+      ShareSourceMetrics.ofTasks.filter(_.queryTotal).map(m => m.name -> spark.longAccumulator(s"kafka-share ${m.description}")).toMap,
+      ages,
+      lockUsed
     )
+  }
 }
 
 /**
@@ -157,8 +189,10 @@ final class TaskCounters {
   }
 
   /** Adds this task's counts to the query totals, once, when the task's reader closes. */
-  def addTo(totals: QueryTotals): Unit =
+  def addTo(totals: QueryTotals): Unit = {
     ShareSourceMetrics.ofTasks.filter(_.queryTotal).foreach(m => totals(m).add(apply(m)))
+    totals.lockUsed.add(apply(ShareSourceMetrics.LockUsedPercent))
+  }
 
   def toTaskMetrics: Array[CustomTaskMetric] =
     ShareSourceMetrics.ofTasks.map(m => ShareSourceMetrics.taskMetric(m.name, apply(m))).toArray

@@ -10,7 +10,9 @@ import scala.util.control.NonFatal
 import io.github.kafkashare.spark.errors.{ShareSourceErrors, ShareSourceException}
 import io.github.kafkashare.spark.options.{OptionDeclarations, ShareSourceOptions, StartingOffsets, Subscription}
 import org.apache.kafka.clients.admin._
+import org.apache.kafka.clients.consumer.{CloseOptions, ConsumerConfig, KafkaConsumer}
 import org.apache.kafka.common.{KafkaException, KafkaFuture, TopicPartition}
+import org.apache.kafka.common.serialization.ByteArrayDeserializer
 import org.apache.kafka.common.config.{ConfigException, ConfigResource}
 import org.apache.kafka.common.errors.{
   AuthenticationException,
@@ -260,7 +262,33 @@ final class ClusterAccess(options: ShareSourceOptions) extends ClusterView with 
       case e: TimeoutException => throw ShareSourceErrors.brokerUnreachable(options.bootstrapServers, timeoutMs, e)
     }
 
-  override def close(): Unit = admin.close(java.time.Duration.ofSeconds(5))
+  // Made at the first backlog whose age is asked for; not a member of any group.
+  private var timestamps = Option.empty[(KafkaConsumer[Array[Byte], Array[Byte]], RecordTimestamps)]
+
+  override def recordTimestamps(offsets: Map[(String, Int), Long]): Map[(String, Int), Long] = {
+    val (_, reader) = timestamps.getOrElse {
+      val props = new Properties
+      // A plain consumer refuses the share consumer's own settings, as in ReplayFetcher.
+      options.kafkaParams.foreach { case (k, v) => if (!k.startsWith("share.")) props.put(k, v) }
+      Seq(ConsumerConfig.GROUP_ID_CONFIG, ConsumerConfig.GROUP_PROTOCOL_CONFIG, ConsumerConfig.GROUP_INSTANCE_ID_CONFIG).foreach(
+        props.remove
+      )
+      props.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "false")
+      props.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest")      // a start offset the log no longer has: its first record
+      props.put(ConsumerConfig.MAX_PARTITION_FETCH_BYTES_CONFIG, "65536") // one record is wanted; a batch comes anyway
+      props.put(ConsumerConfig.FETCH_MAX_BYTES_CONFIG, "1048576")
+      props.put(ConsumerConfig.REQUEST_TIMEOUT_MS_CONFIG, "15000")
+      val consumer = new KafkaConsumer[Array[Byte], Array[Byte]](props, new ByteArrayDeserializer, new ByteArrayDeserializer)
+      val made     = (consumer, new RecordTimestamps(consumer, ClusterAccess.TimestampBudgetMs))
+      timestamps = Some(made)
+      made
+    }
+    reader.at(offsets)
+  }
+
+  override def close(): Unit =
+    try timestamps.foreach(_._1.close(CloseOptions.timeout(java.time.Duration.ofSeconds(5))))
+    finally admin.close(java.time.Duration.ofSeconds(5))
 }
 
 /** A partition's start offset in the share group, and the broker's lag for it where it reports one (4.2+). */
@@ -277,4 +305,7 @@ object ClusterAccess {
   val DefaultLockDurationMs     = 30000L
   val DefaultDeliveryCountLimit = 5
   val DefaultRecordLockLimit    = 2000
+
+  /** How long a batch's planning may spend reading the oldest records' timestamps (backlogAgeMs). */
+  val TimestampBudgetMs = 1000L
 }

@@ -24,4 +24,10 @@ trait ClusterView extends AutoCloseable {
 
   /** How many deliveries the group allows before a record is archived, where that loses it (None: no record is lost so). */
   def deliveryCountLimit(): Option[Int]
+
+  /**
+   * The timestamp (epoch ms) of the record at each of these offsets, or of the next record there; a partition
+   * that gives none in time is left out. For backlogAgeMs ([[BacklogAge]]); a fake cluster reads none.
+   */
+  def recordTimestamps(offsets: Map[(String, Int), Long]): Map[(String, Int), Long] = Map.empty
 }

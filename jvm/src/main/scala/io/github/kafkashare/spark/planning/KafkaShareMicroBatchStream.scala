@@ -7,7 +7,8 @@ import scala.util.control.NonFatal
 
 import io.github.kafkashare.spark.ack.{CommitWatcher, ExplicitQueries}
 import io.github.kafkashare.spark.consumer.{ShareConsumerPool, Uninterrupted}
-import io.github.kafkashare.spark.metrics.{Backlog, QueryTotals}
+import io.github.kafkashare.spark.metrics.{Backlog, QueryTotals, ShareSourceMetrics}
+import io.github.kafkashare.spark.monitoring.ProgressGauges
 import io.github.kafkashare.spark.offsets._
 import io.github.kafkashare.spark.options.ShareSourceOptions
 import io.github.kafkashare.spark.reader.KafkaShareReaderFactory
@@ -84,8 +85,11 @@ class KafkaShareMicroBatchStream(
   private var plannedAt   = System.nanoTime
   // The offset latestOffset returned last: planInputPartitions of any other end is a re-run of a
   // batch planned before (after a restart), whose identity is checked against the cluster again.
-  private var lastPlanned    = Option.empty[ShareSourceOffset]
-  private val backlog        = new BacklogHistory
+  private var lastPlanned = Option.empty[ShareSourceOffset]
+  private val backlog     = new BacklogHistory
+  private val backlogAge  = new BacklogAge(cluster.recordTimestamps)
+  // The group's start offsets of the partitions with a backlog, at the last look: where backlogAge reads.
+  private var oldestHeld     = Map.empty[(String, Int), Long]
   private var probeWaitMs    = lockDurationMs
   private var lastBatchStats = BatchStats(0, 0, 0)
   // Trigger.AvailableNow: the end offset of every partition when the query started.
@@ -155,10 +159,12 @@ class KafkaShareMicroBatchStream(
       start,
       now.ids
     )
-    backlog.looked(
+    val available =
       if (settings.features.brokerLag.available) Backlog.fromBroker(ends, groupOffsets.map { case (tp, o) => tp -> o.brokerLag })
       else Backlog.of(ends, startOffsets, pinned)
-    )
+    backlog.looked(available)
+    oldestHeld = startOffsets.filter { case (tp, _) => available.partitionsWithRecords(tp) }
+    if (oldestHeld.isEmpty) backlogAge.noBacklog()
     Looked(ends, startOffsets, pinned, now)
   }
 
@@ -172,6 +178,8 @@ class KafkaShareMicroBatchStream(
     plannedEnds = ends
     plannedAt = System.nanoTime
     backlog.planned()
+    backlogAge.planned(oldestHeld)
+    totals.resetLastBatch()
     deliveryLimit.refresh()
     // The ids of topics still pinned stay recorded while they are gone (a pattern's topic deleted):
     // when one comes back under its name, the new id tells its records from the pinned ones.
@@ -223,9 +231,11 @@ class KafkaShareMicroBatchStream(
     topics = cluster.resolveTopics()
     // A pattern that matches nothing yet: the tasks wait out the batch (a topic may appear by the next).
     val looked = if (topics.isEmpty) None else Some(look(start, entries, released))
-    if (looked.isEmpty) backlog.looked(Backlog.none)
+    if (looked.isEmpty) { backlog.looked(Backlog.none); oldestHeld = Map.empty }
     val pinned = looked.fold(start.pinned)(_.pinned)
     backlog.planned()
+    backlogAge.planned(oldestHeld)
+    totals.resetLastBatch()
     deliveryLimit.refresh()
     plannedAt = System.nanoTime
     val ids     = looked.fold(Map.empty[String, String])(_.now.ids)
@@ -274,6 +284,8 @@ class KafkaShareMicroBatchStream(
       "waiting for one (no batch runs meanwhile)")
     saidNoTopic = true
     backlog.looked(Backlog.none)
+    oldestHeld = Map.empty
+    backlogAge.noBacklog()
     // Before the first batch, no offset at all: Spark takes even the initial offset for new data.
     if (start.batch < 0) null else start
   }
@@ -305,14 +317,15 @@ class KafkaShareMicroBatchStream(
   override def metrics(latestConsumedOffset: util.Optional[Offset]): util.Map[String, String] = {
     val pinnedRanges = if (latestConsumedOffset.isPresent) ShareSourceOffset.of(latestConsumedOffset.get).pinned.rangeCount else 0
     (Map(
-      "lastBatch"                 -> lastBatchStats.batch.toString,
-      "lastBatchRecordsAcquired"  -> lastBatchStats.records.toString,
-      "lastBatchMaxDeliveryCount" -> lastBatchStats.maxDeliveryCount.toString,
-      "pinnedRanges"              -> pinnedRanges.toString,
-      "parallelism"               -> settings.parallelism.toString,
-      "lockDurationMs"            -> lockDurationMs.toString,
-      "deliveryCountLimit"        -> deliveryLimit.current.fold("-")(_.toString)
-    ) ++ backlog.metrics ++ totals.asMetrics).asJava
+      "lastBatch"                     -> lastBatchStats.batch.toString,
+      "lastBatchRecordsAcquired"      -> lastBatchStats.records.toString,
+      "lastBatchMaxDeliveryCount"     -> lastBatchStats.maxDeliveryCount.toString,
+      "pinnedRanges"                  -> pinnedRanges.toString,
+      "parallelism"                   -> settings.parallelism.toString,
+      "lockDurationMs"                -> lockDurationMs.toString,
+      "deliveryCountLimit"            -> deliveryLimit.current.fold("-")(_.toString),
+      ShareSourceMetrics.BacklogAgeMs -> backlogAge.current.toString
+    ) ++ backlog.metrics ++ totals.asMetrics ++ totals.lastBatchMetrics).asJava
   }
 
   // Spark calls it on the stream thread it interrupted to stop the query: Kafka's clients would refuse to work there.
@@ -333,7 +346,8 @@ class KafkaShareMicroBatchStream(
     cluster.close()
   }
 
-  override def toString: String = s"KafkaShareMicroBatchStream[${options.groupId}]"
+  // The progress names the source by it: the metrics plugin finds this source's figures so (ProgressGauges).
+  override def toString: String = s"${ProgressGauges.SourcePrefix}${options.groupId}]"
 }
 
 /** What a look at the cluster found for the batch after a start: ends, the group's start offsets, what is pinned. */

@@ -2,7 +2,8 @@ package io.github.kafkashare.spark.reader
 
 import io.github.kafkashare.spark.ack.CommitWatcher
 import io.github.kafkashare.spark.consumer.PooledShareConsumer
-import io.github.kafkashare.spark.metrics.{ShareSourceMetrics => Metrics, TaskCounters}
+import io.github.kafkashare.spark.metrics.{AgeHistogram, ShareSourceMetrics => Metrics, TaskCounters}
+import io.github.kafkashare.spark.monitoring.JvmActivity
 import io.github.kafkashare.spark.offsets.AcquisitionEntry
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.connector.metric.CustomTaskMetric
@@ -20,6 +21,7 @@ final class KafkaSharePartitionReader(partition: KafkaShareInputPartition) exten
   private type Record = PooledShareConsumer.Record
 
   private val counters = new TaskCounters
+  private val ages     = new AgeHistogram        // of the records emitted, merged into the batch's at close
   private val totals   = partition.totals.open() // here, inside the task, so that the task's updates count
   // Held batches are acknowledged after the task that acquired them ended; the next task here reports it.
   locally {
@@ -27,6 +29,9 @@ final class KafkaSharePartitionReader(partition: KafkaShareInputPartition) exten
     counters.add(Metrics.Accepted, late.accepted); counters.add(Metrics.Released, late.released)
     counters.add(Metrics.Rejected, late.rejected)
   }
+  // Last in the constructor: a reader that failed to build is never closed, and would count for ever.
+  JvmActivity.taskStarted()
+  private var ended                             = false
   private var acquisition: Option[PinnedPolls]  = None
   private var replay: Option[ReplayFetcher]     = None
   private var handedOver: Option[ReplayFetcher] = None
@@ -38,7 +43,10 @@ final class KafkaSharePartitionReader(partition: KafkaShareInputPartition) exten
         acquisition = Some(polls)
         polls
       }
-    (carried ++ records).map { case (r, count) => RecordRows.toRow(r, count, partition.includeHeaders) }
+    (carried ++ records).map { case (r, count) =>
+      if (r.timestamp >= 0) ages.record(System.currentTimeMillis - r.timestamp)
+      RecordRows.toRow(r, count, partition.includeHeaders)
+    }
   }
   private var current: InternalRow = _
 
@@ -56,7 +64,11 @@ final class KafkaSharePartitionReader(partition: KafkaShareInputPartition) exten
       try replay.foreach(_.close())
       finally
         try handedOver.foreach(_.close())
-        finally counters.addTo(totals)
+        finally {
+          counters.addTo(totals)
+          totals.emittedAges.add(ages)
+          if (!ended) { ended = true; JvmActivity.taskEnded() }
+        }
 
   /** What the real-time batch before pinned and did not emit (the query ran in real time before): first, in every attempt. */
   private def carried: Iterator[(Record, Int)] =

@@ -1,7 +1,8 @@
 package io.github.kafkashare.spark.reader
 
 import io.github.kafkashare.spark.consumer.PooledShareConsumer
-import io.github.kafkashare.spark.metrics.{ShareSourceMetrics => Metrics, TaskCounters}
+import io.github.kafkashare.spark.metrics.{AgeHistogram, ShareSourceMetrics => Metrics, TaskCounters}
+import io.github.kafkashare.spark.monitoring.JvmActivity
 import io.github.kafkashare.spark.offsets.{AcquiredRun, AcquisitionEntry}
 import org.apache.spark.internal.Logging
 import org.apache.spark.sql.catalyst.InternalRow
@@ -30,6 +31,7 @@ final class RealTimeRecords(partition: KafkaShareInputPartition) extends Logging
   private val counters                = new TaskCounters
   private val totals                  = partition.totals.open()
   @volatile private var deadlineNanos = Long.MaxValue
+  private val ages                    = new AgeHistogram // of the rows emitted, merged into the batch's at close
 
   // Every fetcher opened (what was handed over, another attempt's parts): closed with the task.
   private var fetchers = List.empty[ReplayFetcher]
@@ -44,6 +46,9 @@ final class RealTimeRecords(partition: KafkaShareInputPartition) extends Logging
   private var pollsStarted         = false
   private var current: InternalRow = _
   private var rowsEmitted          = 0L
+  // Last in the constructor: a task that failed to build is never closed, and would count for ever.
+  JvmActivity.taskStarted()
+  private var ended = false
 
   /**
    * The next row, waiting up to `timeoutMs` for one; false when the time is up. Spark ends the task at the
@@ -58,6 +63,7 @@ final class RealTimeRecords(partition: KafkaShareInputPartition) extends Logging
     if (source.hasNext) {
       val (record, count) = source.next()
       current = RecordRows.toRow(record, count, partition.includeHeaders)
+      if (record.timestamp >= 0) ages.record(System.currentTimeMillis - record.timestamp)
       rowsEmitted += 1
       true
     } else false
@@ -93,7 +99,11 @@ final class RealTimeRecords(partition: KafkaShareInputPartition) extends Logging
     try if (pollsStarted) polls.close()
     finally
       try fetchers.foreach(_.close())
-      finally counters.addTo(totals)
+      finally {
+        counters.addTo(totals)
+        totals.emittedAges.add(ages)
+        if (!ended) { ended = true; JvmActivity.taskEnded() }
+      }
 
   private def runOf(row: (Record, Int)): AcquiredRun = AcquiredRun(row._1.topic, row._1.partition, row._1.offset, row._1.offset, row._2)
 

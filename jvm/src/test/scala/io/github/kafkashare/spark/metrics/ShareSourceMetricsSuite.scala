@@ -28,10 +28,14 @@ class ShareSourceMetricsSuite extends AnyFunSuite {
     assertThrows[IllegalArgumentException](counters.add(Backlog, 1)) // a driver metric has no task value
   }
 
-  test("docs/reference/metrics.md describes every metric and every query total") {
-    val root    = sys.props.getOrElse("kafkashare.root", "..")
-    val doc     = new String(Files.readAllBytes(Paths.get(root, "docs/reference/metrics.md")), "UTF-8")
-    val names   = declared.map(_.name) ++ declared.filter(m => m.queryTotal && !m.driver).map(_.totalName)
+  test("docs/reference/metrics.md describes every metric, every query total, the time lag and the plugin's names") {
+    val root = sys.props.getOrElse("kafkashare.root", "..")
+    val doc  = new String(Files.readAllBytes(Paths.get(root, "docs/reference/metrics.md")), "UTF-8")
+    val plugin = {
+      import io.github.kafkashare.spark.monitoring.MetricNames._
+      Seq(ShareConsumers, ReadTasks, RecordsRenewed, QueriesPublished, "<query>.<metric>", "<query>.topic.<topic>.backlogRecords")
+    }
+    val names   = declared.map(_.name) ++ declared.filter(m => m.queryTotal && !m.driver).map(_.totalName) ++ timeLag ++ plugin
     val missing = names.filterNot(n => doc.contains(s"`$n`"))
     assert(missing.isEmpty, s"docs/reference/metrics.md does not describe: ${missing.mkString(", ")}")
   }

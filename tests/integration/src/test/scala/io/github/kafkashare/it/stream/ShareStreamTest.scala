@@ -21,6 +21,9 @@ object SharedSpark {
     // A checkpoint on a slow store, for the tests that need one (Prepared.queryOn).
     .config(s"spark.hadoop.fs.${SlowLocalFileSystem.Scheme}.impl", classOf[SlowLocalFileSystem].getName)
     .config(s"spark.hadoop.fs.AbstractFileSystem.${SlowLocalFileSystem.Scheme}.impl", classOf[SlowLocalFs].getName)
+    // The source's metrics plugin and Spark's JMX sink, as an operator sets them (MetricsSystemSuite reads them).
+    .config("spark.plugins", "io.github.kafkashare.spark.KafkaSharePlugin")
+    .config("spark.metrics.conf.*.sink.jmx.class", "org.apache.spark.metrics.sink.JmxSink")
     .getOrCreate()
 }
 
