@@ -196,7 +196,7 @@ def test_the_metrics_table_is_there_to_read() -> None:
     assert {"backlogRecords", "recordsAtLastDeliveryTotal", "lastBatch", "lockUsedPercent"} <= set(progress_metrics())
 
 
-@pytest.mark.parametrize("spark_name", sorted(spark_series()))
+@pytest.mark.parametrize("spark_name", sorted(spark_series()), ids=lambda n: n.split("KafkaSharePlugin_")[-1])
 def test_each_series_of_the_plugin_gets_its_name_and_labels(spark_name: str) -> None:
     name, labels = spark_series()[spark_name]
     assert _scraped(spark_name) == {"__name__": name, **labels, "job": "spark-driver", "instance": "driver:4040"}
