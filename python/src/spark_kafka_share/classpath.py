@@ -20,7 +20,8 @@ GROUP_AND_ARTIFACT = "io.github.kafkashare:spark-kafka-share_2.13"
 COORDINATES = f"{GROUP_AND_ARTIFACT}:{__version__}"
 # A jar of the connector, whatever its version or directory (the bundled one, a download, a copy).
 _CONNECTOR_JAR = re.compile(r"spark-kafka-share_2\.13-[^/\\]*\.jar")
-# The connector's Spark plugin: the source's figures in Spark's metrics system (docs/guide/observability.md).
+# The connector's Spark plugin: the source's figures in Spark's metrics system
+# (https://github.com/kafkashare/spark-kafka-share/blob/main/docs/guide/observability.md).
 PLUGIN = "io.github.kafkashare.spark.KafkaSharePlugin"
 # Spark's answer when no jar on the class path registers the data source.
 _NOT_FOUND = "DATA_SOURCE_NOT_FOUND"

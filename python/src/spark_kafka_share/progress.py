@@ -31,8 +31,9 @@ class NoKafkaShareSourceError(ValueError):
 
 @dataclass(frozen=True)
 class KafkaShareProgress:
-    """One kafka-share source's figures in one progress of a query: what docs/reference/metrics.md lists, in
-    snake case (``backlogRecords`` is ``backlog_records``).
+    """One kafka-share source's figures in one progress of a query, in snake case (``backlogRecords`` is
+    ``backlog_records``). What each means:
+    https://github.com/kafkashare/spark-kafka-share/blob/main/docs/reference/metrics.md
 
     A metric the progress does not carry is None: a connector jar older than this package does not report
     every one (``lock_used_percent``, ``backlog_age_ms`` and the emitted ages came later). ``metrics`` keeps
