@@ -241,7 +241,7 @@ $(VENV)/installed-runtime: versions.properties
 	@touch $@
 
 $(VENV)/installed-tools: $(VENV)/installed-runtime
-	$(PY) -m pip install --quiet pytest==$(pytest) pytest-xdist==$(pytest-xdist) mypy==$(mypy) ruff==$(ruff) \
+	$(PY) -m pip install --quiet pytest==$(pytest) pytest-xdist==$(pytest-xdist) mypy==$(mypy) ruff==$(ruff) pyyaml==$(pyyaml) \
 		twine==$(twine) pandas==$(pandas) pyarrow==$(pyarrow) grpcio==$(grpcio) \
 		grpcio-status==$(grpcio-status) googleapis-common-protos==$(googleapis-common-protos) zstandard==$(zstandard) \
 		matplotlib==$(matplotlib) 'moto[server]==$(moto)' trove-classifiers==$(trove-classifiers)

@@ -7,6 +7,7 @@ from pyspark.sql import SparkSession
 
 import spark_kafka_share
 from harness import pins
+from spark_kafka_share.classpath import PLUGIN
 from spark_runs import run_spark
 
 
@@ -43,6 +44,7 @@ def test_configure_adds_no_second_copy_when_the_builder_brings_the_connector(set
         assert spark_kafka_share.configure(builder) is builder
         assert builder._options.get(key) == value
         assert key == "spark.jars" or "spark.jars" not in builder._options
+        assert "spark.plugins" not in builder._options, "that jar may be one without the plugin"
     finally:
         builder._options.pop(key)  # the Builder's options are shared by every builder
 
@@ -56,6 +58,34 @@ def test_configure_adds_the_jar_and_keeps_other_jars() -> None:
     spark_kafka_share.configure(builder)  # twice is harmless
     assert builder._options["spark.jars"].split(",") == jars
     builder._options.pop("spark.jars")  # the Builder's options are shared by every builder
+    builder._options.pop("spark.plugins")
+
+
+@pytest.mark.parametrize(
+    "plugins",
+    ["", "com.example.OtherPlugin", f"com.example.OtherPlugin, {PLUGIN}"],
+    ids=["none", "another", "already"],
+)
+def test_configure_adds_the_plugin_once_and_keeps_other_plugins(plugins: str) -> None:
+    builder = SparkSession.builder.config("spark.plugins", plugins) if plugins else SparkSession.builder
+    try:
+        spark_kafka_share.configure(builder)
+        expected = ["com.example.OtherPlugin", PLUGIN] if plugins else [PLUGIN]
+        assert builder._options["spark.plugins"].split(",") == expected
+        builder._options.pop("spark.jars")
+        spark_kafka_share.configure(builder)  # twice: the plugin is not listed again
+        assert builder._options["spark.plugins"].split(",") == expected
+    finally:
+        builder._options.pop("spark.jars", None)  # the Builder's options are shared by every builder
+        builder._options.pop("spark.plugins", None)
+
+
+def test_a_session_configure_starts_loads_the_plugin() -> None:
+    """Spark starts the plugin configure() lists: the driver's metrics system has its source (its JVM-wide
+    figures are registered when it starts; Spark registers a plugin's metrics only if there are some then)."""
+    outcome = run_spark("session_with_plugin.py")
+    assert PLUGIN in outcome["plugins"].split(","), outcome
+    assert outcome["metric_sources"] >= 1, outcome  # local mode: the driver's and the executor's plugin
 
 
 @pytest.mark.parametrize("wrong", ["local[2]", None, SparkSession])

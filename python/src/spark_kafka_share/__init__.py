@@ -7,6 +7,7 @@ from spark_kafka_share._version import __version__
 from spark_kafka_share.acknowledge import DECISIONS, Decision, acknowledge
 from spark_kafka_share.classpath import JarNotLoadedError, configure, jar_path
 from spark_kafka_share.options import AcknowledgmentMode, DefaultDecision, KafkaShareOptions, StartingOffsets, Strategy
+from spark_kafka_share.progress import KafkaShareProgress, NoKafkaShareSourceError, progress, progresses
 from spark_kafka_share.real_time import RealTimeNeedsSparkError, real_time
 
 __all__ = [
@@ -17,11 +18,15 @@ __all__ = [
     "DefaultDecision",
     "JarNotLoadedError",
     "KafkaShareOptions",
+    "KafkaShareProgress",
+    "NoKafkaShareSourceError",
     "RealTimeNeedsSparkError",
     "StartingOffsets",
     "Strategy",
     "acknowledge",
     "configure",
     "jar_path",
+    "progress",
+    "progresses",
     "real_time",
 ]

@@ -20,6 +20,9 @@ GROUP_AND_ARTIFACT = "io.github.kafkashare:spark-kafka-share_2.13"
 COORDINATES = f"{GROUP_AND_ARTIFACT}:{__version__}"
 # A jar of the connector, whatever its version or directory (the bundled one, a download, a copy).
 _CONNECTOR_JAR = re.compile(r"spark-kafka-share_2\.13-[^/\\]*\.jar")
+# The connector's Spark plugin: the source's figures in Spark's metrics system
+# (https://github.com/kafkashare/spark-kafka-share/blob/main/docs/guide/observability.md).
+PLUGIN = "io.github.kafkashare.spark.KafkaSharePlugin"
 # Spark's answer when no jar on the class path registers the data source.
 _NOT_FOUND = "DATA_SOURCE_NOT_FOUND"
 
@@ -58,7 +61,14 @@ def configure(builder: SparkSession.Builder) -> SparkSession.Builder:
     - **Spark has not started yet** (``python app.py``, ``remote("local[*]")``): the bundled jar is
       appended to the builder's ``spark.jars``, unless the builder's settings already bring the connector
       (``spark.jars.packages`` naming ``io.github.kafkashare:spark-kafka-share_2.13``, or ``spark.jars``
-      naming a ``spark-kafka-share_2.13-*.jar``: two copies of its classes would clash).
+      naming a ``spark-kafka-share_2.13-*.jar``: two copies of its classes would clash). With the jar,
+      the connector's plugin (:data:`PLUGIN`: the source's figures in Spark's metrics system) is appended
+      to the builder's ``spark.plugins``, once.
+
+    Spark loads plugins only when it starts: a session that runs already keeps the plugins it has, and
+    configure() adds none to it. Nor where the builder brings the connector itself (that jar may predate the
+    plugin): list it in ``spark.plugins`` yourself. The builder's ``spark.plugins`` replaces one from
+    spark-defaults.conf; Spark adds ``spark.plugins.defaultList`` to it, for plugins every session has.
 
     Calling it twice is harmless.
     """
@@ -82,7 +92,10 @@ def configure(builder: SparkSession.Builder) -> SparkSession.Builder:
         return builder
     jars = [j for j in str(options.get("spark.jars", "")).split(",") if j]
     jars.append(jar)
-    return builder.config("spark.jars", ",".join(jars))
+    plugins = [p.strip() for p in str(options.get("spark.plugins", "")).split(",") if p.strip()]
+    if PLUGIN not in plugins:
+        plugins.append(PLUGIN)
+    return builder.config("spark.jars", ",".join(jars)).config("spark.plugins", ",".join(plugins))
 
 
 def _brings_the_connector(options: Mapping[str, object]) -> bool:
