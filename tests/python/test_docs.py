@@ -126,10 +126,12 @@ def _metrics() -> frozenset[str]:
     text = (SCALA / "metrics" / "ShareSourceMetrics.scala").read_text()
     summed = re.findall(r'\bsum\(\s*"(\w+)"', text)
     largest = re.findall(r'\bmax\(\s*"(\w+)"', text)
+    # Progress figures of the driver's own (the time lag: `val BacklogAgeMs = "backlogAgeMs"`).
+    named = re.findall(r'\bval\s+\w+\s*=\s*"([a-z]\w*)"', text)
     progress: list[str] = []
     for file in ("KafkaShareMicroBatchStream.scala", "BacklogHistory.scala"):
         progress += re.findall(r'^\s*"(\w+)"\s*->', (SCALA / "planning" / file).read_text(), flags=re.M)
-    return frozenset(summed + [f"{m}Total" for m in summed] + largest + progress)
+    return frozenset(summed + [f"{m}Total" for m in summed] + largest + named + progress)
 
 
 @functools.cache

@@ -81,11 +81,13 @@ def test_configure_adds_the_plugin_once_and_keeps_other_plugins(plugins: str) ->
 
 
 def test_a_session_configure_starts_loads_the_plugin() -> None:
-    """Spark starts the plugin configure() lists: the driver's metrics system has its source (its JVM-wide
-    figures are registered when it starts; Spark registers a plugin's metrics only if there are some then)."""
+    """Spark starts the plugin configure() lists: the driver's metrics system serves its metrics (the figures it
+    registers when it starts; Spark registers a plugin's metrics only if there are some then)."""
     outcome = run_spark("session_with_plugin.py")
     assert PLUGIN in outcome["plugins"].split(","), outcome
-    assert outcome["metric_sources"] >= 1, outcome  # local mode: the driver's and the executor's plugin
+    names = outcome["metrics"]
+    assert any(n.endswith(".driver.queriesPublished") for n in names), outcome
+    assert any(n.endswith(".jvm.shareConsumers") for n in names), outcome  # local mode: the executor's plugin too
 
 
 @pytest.mark.parametrize("wrong", ["local[2]", None, SparkSession])

@@ -1,19 +1,23 @@
-"""configure() before the first session: reports the session's spark.plugins and how many metric sources of the
-connector's plugin the driver's metrics system has, as JSON. Classic Spark (the metrics system is read over py4j)."""
+"""configure() before the first session: reports the session's spark.plugins and the names of the connector's
+plugin metrics that the driver's metrics system serves (Spark's default JSON servlet, /metrics/json), as JSON."""
 
 import json
+import urllib.request
 
 from pyspark.sql import SparkSession
 
 import spark_kafka_share
 from spark_kafka_share.classpath import PLUGIN
 
-spark = spark_kafka_share.configure(SparkSession.builder.appName("plugin").master("local[1]")).getOrCreate()
+builder = SparkSession.builder.appName("plugin").master("local[1]").config("spark.ui.port", "0")
+spark = spark_kafka_share.configure(builder).getOrCreate()
 try:
-    jvm = spark.sparkContext._jvm
-    assert jvm is not None
+    url = spark.sparkContext.uiWebUrl
+    assert url, "the Spark UI is off"
+    with urllib.request.urlopen(f"{url}/metrics/json/", timeout=30) as response:
+        served = json.load(response)
     # Spark names a plugin's metric source plugin.<its class> (PluginContextImpl.registerMetrics).
-    sources = jvm.org.apache.spark.SparkEnv.get().metricsSystem().getSourcesByName(f"plugin.{PLUGIN}")
-    print(json.dumps({"plugins": spark.conf.get("spark.plugins"), "metric_sources": sources.size()}))
+    names = sorted(name for kind in served.values() if isinstance(kind, dict) for name in kind if f"plugin.{PLUGIN}." in name)
+    print(json.dumps({"plugins": spark.conf.get("spark.plugins"), "metrics": names}))
 finally:
     spark.stop()
