@@ -348,28 +348,7 @@ lazy val integration = project
     // Suites run side by side in the one test JVM (tests within a suite one after another): most of a
     // stream test is waiting for batches, locks and polls, and each test has its own topic and group.
     Test / testForkedParallel := true,
-    // The longest suites first (their seconds: tests/integration/target/test-reports): started last, they ran alone at the end.
-    Test / testGrouping := (Test / testGrouping).value.map { group =>
-      val longestFirst = Seq(
-        "FailureCells",
-        "UpgradeContract",
-        "EveryStrategy",
-        "ShareConsumerSmoke",
-        "StalledBatch",
-        "WithoutLockRenewal",
-        "SourceBehaviour",
-        "QueryShapes",
-        "LockRenewal",
-        "ReplayLoss",
-        "BrokerFeatures"
-      )
-      def rank(test: TestDefinition) = longestFirst.indexWhere(n => test.name.endsWith(s".${n}Suite")) match {
-        case -1 => longestFirst.size
-        case i  => i
-      }
-      group.withTests(group.tests.sortBy(rank))
-    },
-    Test / test := (Test / test).dependsOn(harness / fetchBrokers, harness / fetchSparkKafkaClients).value
+    Test / test               := (Test / test).dependsOn(harness / fetchBrokers, harness / fetchSparkKafkaClients).value
   )
 
 // The real-time cells (docs/internals/real-time-measurements.md) in a test JVM of their own, on the oldest Spark line with real-time
