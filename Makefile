@@ -32,17 +32,26 @@ JVM_SOURCES     := build.sbt versions.properties project/plugins.sbt $(shell fin
 HARNESS_SOURCES := build.sbt versions.properties $(shell find tests/harness/src -type f 2>/dev/null)
 PY_SOURCES      := python/pyproject.toml python/README.md LICENSE NOTICE $(shell find $(PKG) -name '*.py' -o -name py.typed -o -name options_spec.json 2>/dev/null | grep -v _version.py)
 
-.PHONY: demo test test-jvm test-python test-compat typecheck lint format build wheel publish release bench bench-scaling bench-latency bench-latency-profile bench-profile bench-cost metrics-picture backlog-picture chaos crash-series longrun clean
+.PHONY: demo test test-setup test-jvm test-python test-compat typecheck lint format build wheel publish release bench bench-scaling bench-latency bench-latency-profile bench-profile bench-cost metrics-picture backlog-picture chaos crash-series longrun clean
 
 demo: $(VENV)/installed-wheel
 	$(PY) python/examples/demo.py
 
 # Scala first (unit and integration suites, one sbt start that also builds the jar), then Python,
-# then a compatibility subset on the oldest supported Spark.
+# then a compatibility subset on the oldest supported Spark. While the Scala suites run, test-setup
+# downloads and installs what the Python suites need and the jar does not (virtualenvs, Delta's jars,
+# the GCS emulator): mostly waiting on the network and the disk, which the CPU-bound suites leave idle.
 test:
 	@mkdir -p target && : > target/test-timings.txt
-	@$(MAKE) --no-print-directory timed-test-jvm timed-test-python timed-test-compat
-	@echo "make test: minutes per suite (target/test-timings.txt)"; cat target/test-timings.txt
+	@$(MAKE) --no-print-directory timed-test-setup > target/test-setup.log 2>&1 & setup=$$!; \
+		$(MAKE) --no-print-directory timed-test-jvm; jvm=$$?; \
+		wait $$setup || { echo "make test-setup failed (target/test-setup.log):"; tail -40 target/test-setup.log; exit 1; }; \
+		[ $$jvm -eq 0 ] || exit $$jvm
+	@$(MAKE) --no-print-directory timed-test-python timed-test-compat
+	@echo "make test: minutes per suite (target/test-timings.txt; test-setup ran beside test-jvm)"; cat target/test-timings.txt
+
+# No sbt here: test-jvm's sbt fetches the rest (two sbt clients in one build would wait on each other).
+test-setup: $(VENV)/installed-tools $(VENV_OLDEST)/installed-runtime $(DELTA_JARS) $(GCS)
 
 # Runs the target after `timed-` and notes its wall-clock time in target/test-timings.txt.
 timed-%:
@@ -107,10 +116,13 @@ $(DELTA_JARS): versions.properties
 		mvn -q dependency:copy -Dartifact=io.delta:$$a:$(delta) -DoutputDirectory=target/delta || exit 1; done
 	jars=$$(ls $(CURDIR)/target/delta/*.jar) && [ -n "$$jars" ] && echo $$jars | tr ' ' , > $@
 
-$(VENV_OLDEST)/installed-wheel: $(WHEEL) $(HARNESS) versions.properties
+$(VENV_OLDEST)/installed-runtime: versions.properties
 	python3 -m venv $(VENV_OLDEST)
 	$(VENV_OLDEST)/bin/python -m pip install --quiet pyspark==$(pyspark.oldest) pytest==$(pytest) pytest-xdist==$(pytest-xdist) \
 		'moto[server]==$(moto)'
+	@touch $@
+
+$(VENV_OLDEST)/installed-wheel: $(WHEEL) $(HARNESS) $(VENV_OLDEST)/installed-runtime
 	$(VENV_OLDEST)/bin/python -m pip install --quiet --force-reinstall --no-deps $(WHEEL)
 	@touch $@
 

@@ -5,7 +5,9 @@ One broker, one topic, the same records for every contender, in one run:
       ceiling of the machine;
   (a) Kafka's share consumer (KafkaShareConsumer, implicit acknowledgement), K consumers of a share group;
   (b) Spark's built-in `kafka` source (spark-sql-kafka-0-10 from Maven Central), minPartitions K;
-  (c) the kafka-share source, each strategy, parallelism K.
+  (c) the kafka-share source, each strategy, parallelism K, with its metrics on (the plugin that
+      configure() adds, and Spark's CSV sink reading every metric each second);
+  (c-) the kafka-share source, --metrics-strategy, with the metrics off (no plugin): what the metrics cost.
 Fair means:
   - every contender is clocked the same way, from its first record reaching the application to its
     last (tests/harness ConsumerPerf for (k) and (a); spark_read.py's "records" clock for (b) and (c)),
@@ -20,7 +22,7 @@ Fair means:
 count (Spark computes them in the batch's tasks), the same work for both.
 
 Usage: bench.py [--records N] [--size BYTES] [--partitions P] [--parallelism K] [--strategies s1,s2] [--runs R]
-                [--max-poll-records M] [--batches-b B] [--bounded-b N] [--lock-limit L]
+                [--max-poll-records M] [--batches-b B] [--bounded-b N] [--lock-limit L] [--metrics-strategy S]
 """
 
 from __future__ import annotations
@@ -140,7 +142,14 @@ def main() -> None:
         default=10_000,
         help="the two-phase-commit group's share.partition.max.record.locks (Kafka 4.3+; 0: the broker's 2,000)",
     )
+    parser.add_argument(
+        "--metrics-strategy",
+        default="none",
+        help="the strategy that also runs with the metrics off, (c-) ('' for none): metrics on against off in one run",
+    )
     args = parser.parse_args()
+    if args.metrics_strategy and args.metrics_strategy not in args.strategies.split(","):
+        raise SystemExit(f"--metrics-strategy {args.metrics_strategy} must be one of --strategies ({args.strategies})")
 
     version = broker_versions()[-1]
     work = Path(tempfile.mkdtemp(prefix="kafka-share-bench-"))
@@ -185,9 +194,9 @@ def main() -> None:
         def lock_note(strategy: str) -> str:
             return f", group lock limit {args.lock_limit:,}" if strategy == "two-phase-commit" and args.lock_limit else ""
 
-        def read_c(strategy: str) -> Callable[[int], dict[str, Any]]:
+        def read_c(strategy: str, metrics: str = "on") -> Callable[[int], dict[str, Any]]:
             def read(run: int) -> dict[str, Any]:
-                group = f"perf-c-{strategy}-{run}"
+                group = f"perf-c-{strategy}-{metrics}-{run}"
                 # Two-phase-commit holds a batch's records until the commit: the group's lock limit bounds its batches.
                 if strategy == "two-phase-commit" and args.lock_limit:
                     broker.group_config(group, {"share.partition.max.record.locks": str(args.lock_limit)})
@@ -197,8 +206,9 @@ def main() -> None:
                         "source": "kafka-share",
                         "group": group,
                         "strategy": strategy,
-                        "checkpoint": str(work / f"chk-c-{strategy}-{run}"),
+                        "checkpoint": str(work / f"chk-c-{strategy}-{metrics}-{run}"),
                         "options": {"kafka.max.poll.records": args.max_poll_records},
+                        "metrics": metrics,
                     }
                 )
 
@@ -213,6 +223,9 @@ def main() -> None:
         if args.bounded_b:
             contenders.append((bounded, read_b(args.bounded_b, "b-bounded")))
         contenders += [(f"(c) kafka-share {s}" + lock_note(s), read_c(s)) for s in args.strategies.split(",")]
+        unmetered = f"(c-) kafka-share {args.metrics_strategy}, metrics off"
+        if args.metrics_strategy:
+            contenders.append((unmetered, read_c(args.metrics_strategy, "off")))
 
         results = rotated_runs(contenders, args.runs)
 
@@ -223,7 +236,7 @@ def main() -> None:
         print("\n| contender | records/s (median) | range | c/a | c/b | batches |\n|---|---:|---:|---:|---:|---:|")
         for name, _ in contenders:
             rates = [r["records_per_s"] for r in results[name]]
-            ratios = f"{median(name) / a:.2f} | {median(name) / b:.2f}" if name.startswith("(c)") else " | "
+            ratios = f"{median(name) / a:.2f} | {median(name) / b:.2f}" if name.startswith("(c") else " | "
             batches = "/".join(str(r["batches"]) for r in results[name]) if "batches" in results[name][0] else ""
             print(f"| {name} | {median(name):,.0f} | {min(rates):,} to {max(rates):,} | {ratios} | {batches} |")
         if args.bounded_b:
@@ -231,6 +244,16 @@ def main() -> None:
             for name, _ in contenders:
                 if name.startswith("(c)"):
                     print(f"{name} / (b'): {median(name) / median(bounded):.2f}")
+        if args.metrics_strategy:
+            metered = f"(c) kafka-share {args.metrics_strategy}" + lock_note(args.metrics_strategy)
+            on, off = [r["records_per_s"] for r in results[metered]], [r["records_per_s"] for r in results[unmetered]]
+            within = "within" if min(off) <= median(metered) <= max(off) else "outside"
+            print(
+                f"\nmetrics on / off ({args.metrics_strategy}): {median(metered) / median(unmetered):.2f} "
+                f"(on {median(metered):,.0f}, {min(on):,} to {max(on):,}; off {median(unmetered):,.0f}, "
+                f"{min(off):,} to {max(off):,}): on's median is {within} off's range; "
+                f"series published per on run: {'/'.join(str(r['published_series']) for r in results[metered])}"
+            )
         charts.bars(
             "bench-throughput",
             f"records/s (median of {args.runs}), {args.records:,} records of {args.size} B, "

@@ -5,7 +5,9 @@ Config: source ("kafka-share" or "kafka"), bootstrap, topic, group, records, par
 master, packages (Maven coordinates for spark.jars.packages, for Spark's own Kafka source), work_ms
 (blocking work per record), work_in ("python": a Python UDF, default; "jvm": Thread.sleep), driver_java_options
 (a profiler, for example), measure_heap (heap after a full GC after the first batch and at the end, and each batch's source
-metrics). Prints also the median of each phase of a measured batch (Spark's durationMs).
+metrics), metrics ("on": the connector's plugin, which configure() adds, and a CSV sink that reads every
+metric each second; "off": no plugin, so Spark's metrics system never sees the source; unset: the plugin, no
+sink). Prints also the median of each phase of a measured batch (Spark's durationMs).
 
 The clock runs from the end of the first batch that read records to the end of the batch that read
 the last one: both sources then count reading, not JVM start, Ivy resolution or a share consumer's
@@ -17,8 +19,10 @@ through Spark's reflect), and a foreachBatch keeps each batch's earliest and lat
 
 import json
 import sys
+import tempfile
 import time
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 from pyspark.sql import SparkSession
@@ -36,6 +40,15 @@ if config.get("driver_java_options"):  # a profiler, for example (docs/internals
     builder = builder.config("spark.driver.extraJavaOptions", config["driver_java_options"])
 if config["source"] == "kafka-share":
     builder = spark_kafka_share.configure(builder)
+    if config.get("metrics") == "off":
+        builder = builder.config("spark.plugins", "")
+    elif config.get("metrics") == "on":
+        # A sink that reads every gauge each second: more often than any scraper would.
+        sink = "spark.metrics.conf.*.sink.csv."
+        builder = builder.config(sink + "class", "org.apache.spark.metrics.sink.CsvSink")
+        builder = builder.config(sink + "period", "1").config(sink + "unit", "seconds")
+        metrics_dir = tempfile.mkdtemp(prefix="kafka-share-bench-metrics-")
+        builder = builder.config(sink + "directory", metrics_dir)
 else:
     builder = builder.config("spark.jars.packages", config["packages"])
 spark = builder.getOrCreate()
@@ -132,6 +145,12 @@ if config.get("measure_heap"):
 if query.exception():  # a failed query must not pass for a slow one
     raise RuntimeError(f"the query failed: {query.exception()}")
 query.stop()
+published = 0  # with the metrics on: the source's series the sink wrote (a run without any is no "on" run)
+if config.get("metrics") == "on":
+    time.sleep(1.5)  # one more report of the sink
+    published = sum(1 for f in Path(metrics_dir).iterdir() if "KafkaSharePlugin" in f.name)
+    if not published:
+        raise RuntimeError(f"metrics on, but the CSV sink wrote no series of the plugin in {metrics_dir}")
 total = sum(p["numInputRows"] for p in batches)
 measured = total - batches[0]["numInputRows"] if batches else 0
 seconds = max(batch_end(batches[-1]) - batch_end(batches[0]), 1e-9) if batches else 0.0
@@ -151,6 +170,7 @@ print(
             "records_per_s": round(measured / seconds) if measured else 0,
             "batches": len(batches),
             "median_batch_ms": median_ms,
+            "published_series": published,
             **(
                 {"heap": heap, "source_metrics": [b["sources"][0].get("metrics", {}) for b in batches]}
                 if config.get("measure_heap")
