@@ -8,6 +8,7 @@ import scala.jdk.CollectionConverters._
 import scala.util.Try
 
 import io.github.kafkashare.it.stream._
+import io.github.kafkashare.spark.monitoring.JvmActivity
 import io.github.kafkashare.testkit.{ProjectPaths, ReceivedRecord}
 import org.apache.spark.sql.DataFrame
 import org.apache.spark.sql.streaming.Trigger
@@ -85,12 +86,20 @@ abstract class LockRenewalCells extends ShareStreamTest {
       }
     }
     cells.foreach { case (_, c) => c.prepared.kafka.produce(c.prepared.topic, 200) }
+    val renewedBefore = JvmActivity.recordsRenewed.getCount
     cells.foreach(_._2.query.start(Trigger.ProcessingTime(200)))
-    try cells.foreach { case (where, c) =>
+    try {
+      cells.foreach { case (where, c) =>
         info(s"Kafka ${where.version}, ${c.query.strategy}${if (where.groupSettings.nonEmpty) s", group ${where.groupSettings}" else ""}")
         testStream(c.query)(checks(c, seconds, where.renews, where.groupSettings): _*)
       }
-    finally cells.foreach(c => Try(c._2.query.stop()))
+      // Each renewing cell's batch outlived a lock while it held its 200 records: one RENEW each at least, in the
+      // metrics system's counter (JVM-wide: other suites of this JVM may add to it, none takes from it).
+      val renewing = cells.count(_._1.renews)
+      val renewed  = JvmActivity.recordsRenewed.getCount - renewedBefore
+      info(s"jvm.recordsRenewed grew by $renewed")
+      assert(renewed >= 200L * renewing, s"jvm.recordsRenewed grew by $renewed for $renewing cells that renewed 200 records each")
+    } finally cells.foreach(c => Try(c._2.query.stop()))
   }
 
   private def checks(cell: Cell, seconds: Int, renews: Boolean, groupSettings: Map[String, String]): Seq[StreamAction] = {

@@ -4,6 +4,7 @@ import java.util.UUID
 import java.util.concurrent.ConcurrentHashMap
 
 import scala.concurrent.duration._
+import scala.jdk.CollectionConverters._
 
 import io.github.kafkashare.it.stream.{SharedBrokers, TestDirs}
 import io.github.kafkashare.testkit.{KafkaBroker, KafkaTestOps}
@@ -231,6 +232,15 @@ class RealTimeSuite extends AnyFunSuite {
         cell.query.exception.foreach(e => throw e)
         RowLog.keptRows(cell.sink).map(_.key).distinct.size >= records
       }
+      // The time lag of a real-time batch: its records' ages when emitted (RealTimeRecords' own path), in its progress.
+      eventually(60.seconds, "the progress of a real-time batch that read records") {
+        cell.query.recentProgress.exists(_.numInputRows > 0)
+      }
+      val metrics = cell.query.recentProgress.find(_.numInputRows > 0).get.sources.head.metrics.asScala
+      info(s"the first real-time batch with records: ${metrics.view.filterKeys(_.contains("Age")).toMap}")
+      val (maxAge, p99) = (metrics("emittedAgeMaxMs").toLong, metrics("emittedAgeP99Ms").toLong)
+      assert(maxAge > 0 && p99 <= maxAge, s"emittedAgeMaxMs $maxAge, emittedAgeP99Ms $p99")
+      assert(metrics("backlogAgeMs").toLong >= 0, metrics)
     } finally Option(cell.query).foreach(_.stop())
     val landed = Landed.of(cell.sink, records)
     val kept   = RowLog.keptRows(cell.sink)
