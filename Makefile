@@ -40,10 +40,13 @@ demo: $(VENV)/installed-wheel
 # Scala first (unit and integration suites, one sbt start that also builds the jar), then Python,
 # then a compatibility subset on the oldest supported Spark. While the Scala suites run, test-setup
 # downloads and installs what the Python suites need and the jar does not (virtualenvs, Delta's jars,
-# the GCS emulator): mostly waiting on the network and the disk, which the CPU-bound suites leave idle.
+# the GCS emulator), at the lowest CPU and disk priority: the suites keep the cores, the setup gets what
+# they leave while they wait. Ctrl-C stops both.
 test:
 	@mkdir -p target && : > target/test-timings.txt
-	@$(MAKE) --no-print-directory timed-test-setup > target/test-setup.log 2>&1 & setup=$$!; \
+	@$$(command -v ionice >/dev/null && echo ionice -c3) nice -n 19 $(MAKE) --no-print-directory timed-test-setup \
+		> target/test-setup.log 2>&1 & setup=$$!; \
+		trap 'kill $$setup 2>/dev/null; exit 130' INT TERM; \
 		$(MAKE) --no-print-directory timed-test-jvm; jvm=$$?; \
 		wait $$setup || { echo "make test-setup failed (target/test-setup.log):"; tail -40 target/test-setup.log; exit 1; }; \
 		[ $$jvm -eq 0 ] || exit $$jvm

@@ -7,7 +7,8 @@ One broker, one topic, the same records for every contender, in one run:
   (b) Spark's built-in `kafka` source (spark-sql-kafka-0-10 from Maven Central), minPartitions K;
   (c) the kafka-share source, each strategy, parallelism K, with its metrics on (the plugin that
       configure() adds, and Spark's CSV sink reading every metric each second);
-  (c-) the kafka-share source, --metrics-strategy, with the metrics off (no plugin): what the metrics cost.
+  (c-) the kafka-share source, --metrics-strategy (the first of --strategies), with the metrics off (no
+      plugin): what the metrics cost; (c0) the same with the plugin and no sink.
 Fair means:
   - every contender is clocked the same way, from its first record reaching the application to its
     last (tests/harness ConsumerPerf for (k) and (a); spark_read.py's "records" clock for (b) and (c)),
@@ -16,8 +17,8 @@ Fair means:
   - (b) gets batches comparable to kafka-share's: maxOffsetsPerTrigger records / --batches-b; with
     --bounded-b N, (b') is the same source held to N records a batch (a bound such as two-phase-commit's);
   - every contender must read every record, or the run fails;
-  - each contender runs --runs times (at least 3), in an order that rotates from run to run, with a
-    fresh group each time; the table prints the median and the range.
+  - each contender runs --runs times (at least 3), in an order that rotates from run to run (and is
+    reversed every other run), with a fresh group each time; the table prints the median and the range.
 (b) and (c) write into a foreachBatch that keeps each batch's earliest and latest row time and its
 count (Spark computes them in the batch's tasks), the same work for both.
 
@@ -104,15 +105,16 @@ Contender = tuple[str, Callable[[int], dict[str, Any]]]
 def rotated_runs(
     contenders: list[Contender], runs: int, describe: Callable[[dict[str, Any]], str] = throughput
 ) -> dict[str, list[dict[str, Any]]]:
-    """Runs every contender `runs` times (at least 3), each run starting one contender later, so that no
-    contender always runs first or after the same neighbour; the results by contender, in run order.
-    Prints each result as it comes (`describe`)."""
+    """Runs every contender `runs` times (at least 3), each run starting one contender later and every other
+    run in reverse order, so that no contender always runs first or right after the same one; the results
+    by contender, in run order. Prints each result as it comes (`describe`)."""
     if runs < 3:
         raise SystemExit("--runs must be at least 3: a single run is not a result")
     results: dict[str, list[dict[str, Any]]] = {name: [] for name, _ in contenders}
     for run in range(runs):
         shift = run % len(contenders)
-        for name, read in contenders[shift:] + contenders[:shift]:
+        order = contenders[shift:] + contenders[:shift]
+        for name, read in order[::-1] if run % 2 else order:
             result = read(run)
             results[name].append(result)
             print(f"run {run + 1}: {name}: {describe(result)}", flush=True)
@@ -144,10 +146,13 @@ def main() -> None:
     )
     parser.add_argument(
         "--metrics-strategy",
-        default="none",
-        help="the strategy that also runs with the metrics off, (c-) ('' for none): metrics on against off in one run",
+        default=None,
+        help="the strategy that also runs with the metrics off, (c-), one of --strategies (default: the first; '' for "
+        "no such run): metrics on against off in one run",
     )
     args = parser.parse_args()
+    if args.metrics_strategy is None:
+        args.metrics_strategy = args.strategies.split(",")[0]
     if args.metrics_strategy and args.metrics_strategy not in args.strategies.split(","):
         raise SystemExit(f"--metrics-strategy {args.metrics_strategy} must be one of --strategies ({args.strategies})")
 
@@ -226,6 +231,10 @@ def main() -> None:
         unmetered = f"(c-) kafka-share {args.metrics_strategy}, metrics off"
         if args.metrics_strategy:
             contenders.append((unmetered, read_c(args.metrics_strategy, "off")))
+            # The plugin without any sink reading it: tells the plugin's cost from the sink's.
+            contenders.append(
+                (f"(c0) kafka-share {args.metrics_strategy}, plugin without a sink", read_c(args.metrics_strategy, "plugin"))
+            )
 
         results = rotated_runs(contenders, args.runs)
 

@@ -55,8 +55,10 @@ def test_a_prometheus_scrape_follows_a_backlog_of_200k_records_down_to_0(
     # Every scraped value is one the progress reported (the gauges are the last progress's figures).
     reported = set(outcome["progress_backlogs"])
     assert set(backlogs) <= reported, (sorted(set(backlogs) - reported), sorted(reported))
-    # The topic's series says what the query's does (one topic), and the other figures are served too.
-    assert all(s["topicBacklogRecords"] == s["backlogRecords"] for s in samples), samples
+    # The topic's series (one topic: the query's backlog) is a value the progress reported too, and says what
+    # the query's does at the end; a scrape may fall between the updates of two gauges of one progress.
+    assert {s["topicBacklogRecords"] for s in samples} <= reported, samples
+    assert samples[-1]["topicBacklogRecords"] == 0, samples[-1]
     assert all(s["backlogAgeMs"] is not None and s["lockUsedPercent"] is not None for s in samples), samples
     assert samples[-1]["recordsAcquiredTotal"] >= RECORDS, samples[-1]
     # JMX, the other sink configured, has the same gauge.

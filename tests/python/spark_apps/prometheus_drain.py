@@ -116,8 +116,10 @@ at_end = {"jmx_backlog": jmx_backlog(), "scraped": drained_at}
 progress_backlogs = [float(p["sources"][0]["metrics"]["backlogRecords"]) for p in query.recentProgress]
 read = rows_read()
 query.stop()
-time.sleep(0.5)
-left = sorted(name for name in scrape() if name.startswith("drain_"))
+# The gauges go when the listener bus delivers the query's end: give it a few seconds.
+stopped_deadline = time.monotonic() + 10
+while (left := sorted(name for name in scrape() if name.startswith("drain_"))) and time.monotonic() < stopped_deadline:
+    time.sleep(0.3)
 print(
     json.dumps(
         {
