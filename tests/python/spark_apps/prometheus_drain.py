@@ -4,8 +4,8 @@ it up (the PrometheusServlet sink, spark.ui.prometheus.enabled, a fixed namespac
 Usage: prometheus_drain.py '<json config>'. Config keys: bootstrap, topic, group, records (already produced),
 per_batch (maxRecordsPerTrigger), timeout_s. The query is named "drain" and writes to the noop sink.
 Prints one JSON line: every scrape of the query's backlog while it ran (its gauge, its topic's gauge, the
-age and lock figures), every backlogRecords its progress reported, the rows read, what JMX and the endpoint
-said once the backlog was 0, and the source's series left in a scrape after the query stopped.
+age and lock figures), every backlogRecords its progress reported, the rows read, what JMX said once the
+backlog was 0, and the source's series left in a scrape after the query stopped.
 """
 
 import json
@@ -90,7 +90,6 @@ def rows_read() -> int:
 
 samples: list[dict[str, Any]] = []
 deadline = time.monotonic() + float(config["timeout_s"])
-drained_at = None
 while time.monotonic() < deadline and query.isActive:
     served = scrape()
     if "drain_backlogRecords" in served:
@@ -107,12 +106,11 @@ while time.monotonic() < deadline and query.isActive:
     last = query.lastProgress
     if rows_read() >= config["records"] and last and samples and samples[-1]["backlogRecords"] == 0:
         if float(last["sources"][0]["metrics"]["backlogRecords"]) == 0:
-            drained_at = samples[-1]
             break
     time.sleep(0.3)
 
 failure = str(query.exception()) if query.exception() else None
-at_end = {"jmx_backlog": jmx_backlog(), "scraped": drained_at}
+at_end = {"jmx_backlog": jmx_backlog()}
 progress_backlogs = [float(p["sources"][0]["metrics"]["backlogRecords"]) for p in query.recentProgress]
 read = rows_read()
 query.stop()
