@@ -78,6 +78,12 @@ final class PooledShareConsumer(val key: ConsumerKey, open: Properties => ShareC
    */
   @volatile var lastDeliveryAttempt: Int = Int.MaxValue
 
+  /**
+   * The batch of the read task that borrowed it last (-1: none said). The pool compares it with the batches
+   * its query ran since: one that runs on without it must not keep what it carries locked away.
+   */
+  @volatile var lastBatch: Long = -1L
+
   def holding: Int = held.size
 
   def carrying: Int = carried.size

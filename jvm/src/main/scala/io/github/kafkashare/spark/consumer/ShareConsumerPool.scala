@@ -8,7 +8,7 @@ import scala.util.control.NonFatal
 
 import io.github.kafkashare.spark.runtime.JvmResources
 import io.github.kafkashare.spark.ack.CommitWatcher
-import io.github.kafkashare.spark.offsets.SourceMarkers
+import io.github.kafkashare.spark.offsets.{AcquisitionLog, SourceMarkers}
 import org.apache.spark.internal.Logging
 
 /**
@@ -34,6 +34,11 @@ import org.apache.spark.internal.Logging
  *      [[ShareConsumerPool.MaxIdleRenewMs]], so that a stalled query spends no delivery attempt; else it is
  *      RELEASEd, and the consumer kept, with its membership; records on their last attempt stay for a
  *      batch (released, they would be archived) for up to two locks;
+ *    - a consumer with an aged carry whose query ran a whole batch since its last borrower's, without
+ *      it, is closed (which RELEASEs the carry): the query's tasks run on other executors now, or on
+ *      fewer consumers here, and while it stays a member the group may give it a partition that no read
+ *      task then polls (a CI run saw 1,973 of 3,000 records held that way for minutes, renewed, after an
+ *      executor's death moved a real-time query's tasks to its replacement);
  *    - a consumer idle longer than `idleCloseMs` with no carry is closed.
  *    A borrower gets the idle consumer whose records are oldest, so that they reach a batch first.
  *  - A stopped query polls no more, so its consumers must go; `closeIdle` does it at once where the
@@ -229,17 +234,20 @@ final class ShareConsumerPool(clock: Clock, open: ConsumerKey => PooledShareCons
     while (c != null) { discard(c); c = queue.pollFirst() }
   }
 
-  // How each query (key) and this pool tell each other what they cannot see (it stopped; records came).
-  private val markersOf = new ConcurrentHashMap[ConsumerKey, SourceMarkers]()
+  // How each query (key) and this pool tell each other what they cannot see (it stopped; records came;
+  // it ran batches without this executor).
+  private val markersOf = new ConcurrentHashMap[ConsumerKey, ShareConsumerPool.Watched]()
 
   /**
-   * Registers the markers of the query of `key`: when it writes `stopped`, its idle consumers are
-   * closed; when one of them fetched records while idle, the pool says so there.
+   * Registers the markers and the acquisition log of the query of `key`: when it writes `stopped`, its
+   * idle consumers are closed; when one of them fetched records while idle, the pool says so there; when
+   * its log has a batch two past the one an idle consumer served, that consumer's carry is not kept.
    */
-  def watch(key: ConsumerKey, markers: SourceMarkers): Unit = markersOf.putIfAbsent(key, markers)
+  def watch(key: ConsumerKey, markers: SourceMarkers, acquisitions: AcquisitionLog): Unit =
+    markersOf.putIfAbsent(key, ShareConsumerPool.Watched(markers, acquisitions))
 
   private def collectFetchedWhileIdle(): Unit = idle.asScala.foreach { case (key, queue) =>
-    Option(markersOf.get(key)).foreach { markers =>
+    Option(markersOf.get(key)).map(_.markers).foreach { markers =>
       // Where the pool renews what it collects, also what the client's buffer may hold past a full poll.
       // Not where fetches acquire no more than a poll returns (strict acquisition: no rest is buffered),
       // and not on one idle past idleCloseMs: it is about to be closed. Where the buffer is empty after all,
@@ -268,7 +276,7 @@ final class ShareConsumerPool(clock: Clock, open: ConsumerKey => PooledShareCons
   }
 
   private def closeStopped(): Unit = idle.asScala.foreach { case (key, queue) =>
-    Option(markersOf.get(key)).filter(_ => !queue.isEmpty).filter(stopped).foreach { _ =>
+    Option(markersOf.get(key)).map(_.markers).filter(_ => !queue.isEmpty).filter(stopped).foreach { _ =>
       logInfo(s"kafka-share: the query of $key stopped; closing its ${queue.size} idle consumer(s)")
       drain(queue)
     }
@@ -295,16 +303,37 @@ final class ShareConsumerPool(clock: Clock, open: ConsumerKey => PooledShareCons
     }
   }
 
-  private def closeLongIdle(): Unit = idle.values.asScala.foreach { queue =>
+  private def closeLongIdle(): Unit = idle.asScala.foreach { case (key, queue) =>
     // Decided for all at one moment, then done: closing a consumer takes a while.
     val waiting         = queue.asScala.toList
     val (aged, toClose) = (waiting.filter(carryAged), waiting.filter(c => !carryAged(c) && unused(c)))
+    val log             = Option(markersOf.get(key)).map(_.acquisitions)
     // remove() fails when a borrower took it meanwhile: then it is theirs, not ours. One given back
     // since is looked at again: it may hold records now.
     // One at a time (a renewal takes a round trip or two): the others stay where borrowers find them.
-    aged.foreach(c => if (queue.remove(c)) Option(withFreshCarry(c)).foreach(queue.addLast))
+    aged.foreach { c =>
+      if (queue.remove(c)) {
+        if (log.exists(ranOnWithout(c, _))) {
+          logInfo(s"kafka-share: the query of $key ran batch ${c.lastBatch + 1} and on without an idle consumer of this " +
+            s"executor (last lent to batch ${c.lastBatch}); closing it, so that the ${c.carrying} record(s) it carries " +
+            "and its partitions go to the consumers that read")
+          discard(c)
+        } else Option(withFreshCarry(c)).foreach(queue.addLast)
+      }
+    }
     toClose.filter(queue.remove).foreach(c => if (unused(c)) discard(c) else queue.addLast(c))
   }
+
+  /**
+   * The query has started the batch two past the one `c` last served: a whole batch ran without it. One
+   * look-up, made only when a carry has aged (about once per `idleCloseMs`); a failed one counts as no.
+   * Not while a batch stalls (a slow foreachBatch): no later batch starts, and the carry is renewed.
+   */
+  private def ranOnWithout(c: PooledShareConsumer, acquisitions: AcquisitionLog): Boolean =
+    c.lastBatch >= 0 && {
+      try acquisitions.hasBatch(c.lastBatch + 2)
+      catch { case NonFatal(e) => logWarning("kafka-share: could not look up the batches a query ran", e); false }
+    }
 
   /** How many queries the pool keeps entries for (for tests). */
   private[consumer] def queriesKnown: Int =
@@ -322,6 +351,9 @@ final class ShareConsumerPool(clock: Clock, open: ConsumerKey => PooledShareCons
 
 object ShareConsumerPool extends Logging {
 
+  /** What the pool reads of a query it serves: its markers, and its acquisition log (the batches it ran). */
+  final case class Watched(markers: SourceMarkers, acquisitions: AcquisitionLog)
+
   /** The longest a borrower waits for a consumer that a commit watcher is about to give back. */
   val MaxWaitForHeldMs = 1000L
 
@@ -334,10 +366,11 @@ object ShareConsumerPool extends Logging {
   /** This JVM's pool ([[io.github.kafkashare.spark.runtime.JvmResources]] owns it). */
   def shared: ShareConsumerPool = JvmResources.consumerPool
 
-  def borrow(key: ConsumerKey): PooledShareConsumer         = shared.borrow(key)
-  def giveBack(consumer: PooledShareConsumer): Unit         = shared.giveBack(consumer)
-  def discard(consumer: PooledShareConsumer): Unit          = shared.discard(consumer)
-  def expectBack(consumer: PooledShareConsumer): Unit       = shared.expectBack(consumer)
-  def closeIdle(key: ConsumerKey): Unit                     = shared.closeIdle(key)
-  def watch(key: ConsumerKey, markers: SourceMarkers): Unit = shared.watch(key, markers)
+  def borrow(key: ConsumerKey): PooledShareConsumer   = shared.borrow(key)
+  def giveBack(consumer: PooledShareConsumer): Unit   = shared.giveBack(consumer)
+  def discard(consumer: PooledShareConsumer): Unit    = shared.discard(consumer)
+  def expectBack(consumer: PooledShareConsumer): Unit = shared.expectBack(consumer)
+  def closeIdle(key: ConsumerKey): Unit               = shared.closeIdle(key)
+  def watch(key: ConsumerKey, markers: SourceMarkers, acquisitions: AcquisitionLog): Unit =
+    shared.watch(key, markers, acquisitions)
 }

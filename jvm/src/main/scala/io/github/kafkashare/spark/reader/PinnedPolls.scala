@@ -58,8 +58,9 @@ private[reader] final class PinnedPolls(
   private val unpinned = new UnpinnedRecords(partition, counters, clock)
   // Borrowed until the task's last part is acknowledged; then null (back in the pool, or held).
   private var consumer: PooledShareConsumer = ShareConsumerPool.borrow(partition.consumerKey)
-  ShareConsumerPool.watch(partition.consumerKey, partition.markers)
+  ShareConsumerPool.watch(partition.consumerKey, partition.markers, partition.log)
   consumer.lastDeliveryAttempt = partition.deliveryLimit
+  consumer.lastBatch = partition.batch
   if (consumer.newlyCreated) counters.add(Metrics.ConsumersCreated, 1)
   private var part            = 0
   private var emitted         = 0L

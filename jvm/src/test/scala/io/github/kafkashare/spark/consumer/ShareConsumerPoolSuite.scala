@@ -3,7 +3,7 @@ package io.github.kafkashare.spark.consumer
 import java.util.UUID
 
 import io.github.kafkashare.spark.UnitTestDirs
-import io.github.kafkashare.spark.offsets.{SerializableHadoopConf, SourceMarkers}
+import io.github.kafkashare.spark.offsets.{AcquisitionLog, SerializableHadoopConf, SourceMarkers}
 import org.apache.hadoop.conf.Configuration
 import org.scalatest.funsuite.AnyFunSuite
 
@@ -62,6 +62,14 @@ class ShareConsumerPoolSuite extends AnyFunSuite {
     } finally ShareConsumerPool.discard(c)
   }
 
+  private val conf = new SerializableHadoopConf(new Configuration)
+
+  /** A query's markers and acquisition log, both under its source's checkpoint directory. */
+  private def queryFiles(): (SourceMarkers, AcquisitionLog) = {
+    val dir = UnitTestDirs.create("pool-suite").toString
+    (new SourceMarkers(dir, conf), new AcquisitionLog(dir, conf))
+  }
+
   // A pool of its own with a clock the test moves: eviction without waiting for it.
   private def poolWithClock() = {
     val clock = new ManualClock
@@ -91,11 +99,11 @@ class ShareConsumerPoolSuite extends AnyFunSuite {
 
   /** A pool with one query, watched through its markers, and the consumer its first task borrowed. */
   private def watchedQuery() = {
-    val (pool, _) = poolWithClock()
-    val key       = freshKey()
-    val markers   = new SourceMarkers(UnitTestDirs.create("pool-suite").toString, new SerializableHadoopConf(new Configuration))
-    val first     = pool.borrow(key)
-    pool.watch(key, markers)
+    val (pool, _)      = poolWithClock()
+    val key            = freshKey()
+    val (markers, log) = queryFiles()
+    val first          = pool.borrow(key)
+    pool.watch(key, markers, log)
     (pool, key, markers, first)
   }
 
@@ -129,16 +137,16 @@ class ShareConsumerPoolSuite extends AnyFunSuite {
   }
 
   test("a running query whose consumers were all closed is forgotten, and watched again by its next read task") {
-    val (pool, clock) = poolWithClock()
-    val key           = freshKey().copy(idleCloseMs = 1000L)
-    val markers       = new SourceMarkers(UnitTestDirs.create("pool-suite").toString, new SerializableHadoopConf(new Configuration))
-    pool.watch(key, markers)
+    val (pool, clock)  = poolWithClock()
+    val key            = freshKey().copy(idleCloseMs = 1000L)
+    val (markers, log) = queryFiles()
+    pool.watch(key, markers, log)
     pool.giveBack(pool.borrow(key))
     clock.advanceMs(1001)
     pool.evictIdle()
     assert(pool.idleCount(key) == 0 && pool.queriesKnown == 0)
     val next = pool.borrow(key)
-    pool.watch(key, markers)
+    pool.watch(key, markers, log)
     pool.evictIdle()
     assert(pool.queriesKnown == 1, "a read task has its consumer")
     pool.discard(next)

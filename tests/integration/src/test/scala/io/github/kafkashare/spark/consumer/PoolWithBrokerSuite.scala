@@ -3,7 +3,7 @@ package io.github.kafkashare.spark.consumer
 import java.nio.file.Files
 import java.util.concurrent.atomic.AtomicInteger
 
-import io.github.kafkashare.spark.offsets.{SerializableHadoopConf, SourceMarkers}
+import io.github.kafkashare.spark.offsets.{AcquisitionEntry, AcquisitionLog, SerializableHadoopConf, SourceMarkers}
 import org.apache.hadoop.conf.Configuration
 
 import org.apache.kafka.clients.consumer.AcknowledgeType
@@ -94,8 +94,8 @@ class PoolWithBrokerSuite extends AnyFunSuite {
     val (topic, group) = freshTopic(records = 1)
     val pool           = new ShareConsumerPool(Clock.System, new PooledShareConsumer(_))
     val k              = key(group, topic, maxPollRecords = 500)
-    val markers = new SourceMarkers(Files.createTempDirectory("pool-markers").toString, new SerializableHadoopConf(new Configuration))
-    pool.watch(k, markers)
+    val (markers, log) = queryFiles()
+    pool.watch(k, markers, log)
     val fetching = pool.borrow(k)
     val empty    = pool.borrow(k) // never polls: holds nothing
     try {
@@ -133,6 +133,42 @@ class PoolWithBrokerSuite extends AnyFunSuite {
       assert(seen.sorted == (1L to 50L))
       pool.giveBack(borrowed)
     } finally pool.closeAll()
+  }
+
+  test("a consumer whose query ran a whole batch without it is closed at its carry's age: the group hands its " +
+    "records to a member that reads") {
+    val (topic, group) = freshTopic(records = 100)
+    val pool           = new ShareConsumerPool(Clock.System, new PooledShareConsumer(_))
+    val k              = key(group, topic, maxPollRecords = 500).copy(idleCloseMs = 1500L, renewIdle = true)
+    val (markers, log) = queryFiles()
+    pool.watch(k, markers, log)
+    val consumer = pool.borrow(k)
+    consumer.lastBatch = 3
+    try {
+      val polled = consumer.poll(Seq(topic), 30000L)
+      assert(polled.records.nonEmpty)
+      consumer.carry(polled.records, polled.acquiredAtNanos)
+      pool.giveBack(consumer)
+      log.writeIfAbsent(4, 0, AcquisitionEntry.empty) // the next batch started: it may still take the carry
+      Thread.sleep(k.idleCloseMs + 200)
+      pool.evictIdle()
+      assert(pool.idleCount(k) == 1, "closed while the query's next batch could still take what it carries")
+      assert(consumer.carrying == polled.records.size, "the carry was not renewed")
+
+      log.writeIfAbsent(5, 0, AcquisitionEntry.empty) // batch 4 ran to its end without it
+      Thread.sleep(k.idleCloseMs + 200)
+      pool.evictIdle()
+      assert(pool.idleCount(k) == 0, "kept: a member holding records, and partitions, that no read task polls")
+      // Closed, it left the group: another member gets every record, the carried ones and any its client held.
+      val again = kafka.shareConsume(group, Seq(topic), expected = 100, timeoutMs = 30000L)
+      assert(again.map(_.offset).sorted == (0L until 100L))
+    } finally pool.closeAll()
+  }
+
+  private def queryFiles(): (SourceMarkers, AcquisitionLog) = {
+    val dir  = Files.createTempDirectory("pool-query").toString
+    val conf = new SerializableHadoopConf(new Configuration)
+    (new SourceMarkers(dir, conf), new AcquisitionLog(dir, conf))
   }
 
   private def eventually(what: String)(done: => Boolean): Unit = {
