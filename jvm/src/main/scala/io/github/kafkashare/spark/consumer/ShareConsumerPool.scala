@@ -34,11 +34,12 @@ import org.apache.spark.internal.Logging
  *      [[ShareConsumerPool.MaxIdleRenewMs]], so that a stalled query spends no delivery attempt; else it is
  *      RELEASEd, and the consumer kept, with its membership; records on their last attempt stay for a
  *      batch (released, they would be archived) for up to two locks;
- *    - a consumer with an aged carry whose query ran a whole batch since its last borrower's, without
- *      it, is closed (which RELEASEs the carry): the query's tasks run on other executors now, or on
- *      fewer consumers here, and while it stays a member the group may give it a partition that no read
- *      task then polls (a CI run saw 1,973 of 3,000 records held that way for minutes, renewed, after an
- *      executor's death moved a real-time query's tasks to its replacement);
+ *    - a consumer with an aged carry whose query ran two batches since its last borrower's (the first
+ *      wholly without it) is closed, its carry RELEASEd (records on their last attempt kept for up to
+ *      two locks first): the query's tasks run on other executors now, or on fewer consumers here, and
+ *      while it stays a member the group may give it a partition that no read task then polls (a CI run
+ *      saw 1,973 of 3,000 records held that way for minutes, renewed, after an executor's death moved a
+ *      real-time query's tasks to its replacement);
  *    - a consumer idle longer than `idleCloseMs` with no carry is closed.
  *    A borrower gets the idle consumer whose records are oldest, so that they reach a batch first.
  *  - A stopped query polls no more, so its consumers must go; `closeIdle` does it at once where the
@@ -241,7 +242,7 @@ final class ShareConsumerPool(clock: Clock, open: ConsumerKey => PooledShareCons
   /**
    * Registers the markers and the acquisition log of the query of `key`: when it writes `stopped`, its
    * idle consumers are closed; when one of them fetched records while idle, the pool says so there; when
-   * its log has a batch two past the one an idle consumer served, that consumer's carry is not kept.
+   * its log has two batches past the one an idle consumer served, that consumer's carry is not kept.
    */
   def watch(key: ConsumerKey, markers: SourceMarkers, acquisitions: AcquisitionLog): Unit =
     markersOf.putIfAbsent(key, ShareConsumerPool.Watched(markers, acquisitions))
@@ -307,33 +308,62 @@ final class ShareConsumerPool(clock: Clock, open: ConsumerKey => PooledShareCons
     // Decided for all at one moment, then done: closing a consumer takes a while.
     val waiting         = queue.asScala.toList
     val (aged, toClose) = (waiting.filter(carryAged), waiting.filter(c => !carryAged(c) && unused(c)))
-    val log             = Option(markersOf.get(key)).map(_.acquisitions)
+    // Looked up once per round, before any consumer leaves the queue where borrowers find it.
+    val ranSince = if (aged.exists(_.lastBatch >= 0)) batchesRanSince(key) else (_: Long) => 0
     // remove() fails when a borrower took it meanwhile: then it is theirs, not ours. One given back
     // since is looked at again: it may hold records now.
     // One at a time (a renewal takes a round trip or two): the others stay where borrowers find them.
     aged.foreach { c =>
       if (queue.remove(c)) {
-        if (log.exists(ranOnWithout(c, _))) {
-          logInfo(s"kafka-share: the query of $key ran batch ${c.lastBatch + 1} and on without an idle consumer of this " +
-            s"executor (last lent to batch ${c.lastBatch}); closing it, so that the ${c.carrying} record(s) it carries " +
-            "and its partitions go to the consumers that read")
-          discard(c)
-        } else Option(withFreshCarry(c)).foreach(queue.addLast)
+        val kept = if (c.lastBatch >= 0 && ranSince(c.lastBatch) >= 2) leftBehind(c) else withFreshCarry(c)
+        Option(kept).foreach(queue.addLast)
       }
     }
     toClose.filter(queue.remove).foreach(c => if (unused(c)) discard(c) else queue.addLast(c))
   }
 
   /**
-   * The query has started the batch two past the one `c` last served: a whole batch ran without it. One
-   * look-up, made only when a carry has aged (about once per `idleCloseMs`); a failed one counts as no.
-   * Not while a batch stalls (a slow foreachBatch): no later batch starts, and the carry is renewed.
+   * How many batches of the query of `key` ran after a given one, by its acquisition log (one listing); none
+   * when the pool does not know the query or the look-up failed. Not while a batch stalls (a slow
+   * foreachBatch): no later batch starts, and the carry is renewed.
    */
-  private def ranOnWithout(c: PooledShareConsumer, acquisitions: AcquisitionLog): Boolean =
-    c.lastBatch >= 0 && {
-      try acquisitions.hasBatch(c.lastBatch + 2)
-      catch { case NonFatal(e) => logWarning("kafka-share: could not look up the batches a query ran", e); false }
+  private def batchesRanSince(key: ConsumerKey): Long => Int =
+    Option(markersOf.get(key)).map(_.acquisitions).flatMap { log =>
+      try {
+        val ran = log.batches
+        Some((batch: Long) => ran.count(_ > batch))
+      } catch {
+        case NonFatal(e) => logWarning("kafka-share: could not look up the batches a query ran", e); None
+      }
+    }.getOrElse((_: Long) => 0)
+
+  /**
+   * `c` carries aged records, and its query ran two batches since the one it last served: the first of them
+   * wholly without it (its tasks run on other executors now, or on fewer consumers here). Kept a member, it
+   * may be given partitions that no read task polls. So its carry goes back to the group and it is closed.
+   * Records on their last delivery attempt (released, the broker archives them) stay with it for a batch
+   * to take, for up to two locks since they were first acquired, as in any aged carry; then it is closed
+   * with them. Returns `c` while it keeps them, else null.
+   */
+  private def leftBehind(c: PooledShareConsumer): PooledShareConsumer = {
+    val carried = c.carrying
+    try {
+      val withinTwoLocks = c.carriedFirstSinceNanos.forall(ageMs(_) <= 4 * c.key.idleCloseMs)
+      c.releaseCarry(keepLastAttempts = withinTwoLocks)
+      if (c.carrying == 0) {
+        logInfo(s"kafka-share: the query of ${c.key} ran two batches since this executor's idle consumer last served one " +
+          s"(batch ${c.lastBatch}); closing it: the $carried record(s) it carried, and its partitions, go back to the group")
+        discard(c)
+        null
+      } else if (c.key.renewIdle) renewCarry(c)
+      else c
+    } catch {
+      case NonFatal(e) =>
+        logWarning("a pooled share consumer could not release its carry; closing it", e)
+        discard(c)
+        null
     }
+  }
 
   /** How many queries the pool keeps entries for (for tests). */
   private[consumer] def queriesKnown: Int =

@@ -95,6 +95,13 @@ final class AcquisitionLog(checkpointDir: String, hadoopConf: SerializableHadoop
   /** Whether any task of `batch` wrote a part (one look-up, not a listing). */
   def hasBatch(batch: Long): Boolean = store.exists(new Path(root, batch.toString))
 
+  /**
+   * The batches a task wrote a part of, not yet purged (one listing). Spark's batch ids skip where this source
+   * ran no task (a batch of another source of the query, one that only moves a watermark): these are the
+   * source's own.
+   */
+  def batches: Seq[Long] = store.list(root).flatMap(_.toLongOption).sorted
+
   /** (task, part) of every part of `batch` written so far, in order. */
   def partNames(batch: Long): Seq[(Int, Int)] =
     store.list(new Path(root, batch.toString)).flatMap(AcquisitionLog.taskAndPart).sorted

@@ -77,6 +77,17 @@ class AcquisitionLogSuite extends AnyFunSuite {
     assert(log.read(0, 0).isEmpty && log.read(1, 0).contains(second))
   }
 
+  test("the batches a task wrote a part of, by number (Spark's ids skip), none before the first write nor after a purge") {
+    val dir = UnitTestDirs.create("acq").toString
+    val log = new AcquisitionLog(dir, new SerializableHadoopConf(new Configuration()))
+    assert(log.batches.isEmpty)
+    Seq(12L, 3L, 7L).foreach(b => log.writeIfAbsent(b, 1, AcquisitionEntry.empty))
+    log.writeIfAbsent(7, 0, AcquisitionEntry.empty, part = 2)
+    assert(log.batches == Seq(3L, 7L, 12L))
+    log.purgeBefore(7)
+    assert(log.batches == Seq(7L, 12L))
+  }
+
   test("a task sees what its siblings in the same batch pinned so far, not its own entry nor other batches'") {
     val dir = UnitTestDirs.create("acq").toString
     val log = new AcquisitionLog(dir, new SerializableHadoopConf(new Configuration()))

@@ -135,11 +135,12 @@ class PoolWithBrokerSuite extends AnyFunSuite {
     } finally pool.closeAll()
   }
 
-  test("a consumer whose query ran a whole batch without it is closed at its carry's age: the group hands its " +
-    "records to a member that reads") {
+  test("a consumer whose query ran two batches since the one it served is closed when its carry ages: the group " +
+    "hands its records to a member that reads") {
     val (topic, group) = freshTopic(records = 100)
     val pool           = new ShareConsumerPool(Clock.System, new PooledShareConsumer(_))
-    val k              = key(group, topic, maxPollRecords = 500).copy(idleCloseMs = 1500L, renewIdle = true)
+    // Long enough that a renewal (its answer waited for a quarter of this) goes through on a loaded machine.
+    val k              = key(group, topic, maxPollRecords = 500).copy(idleCloseMs = 4000L, renewIdle = true)
     val (markers, log) = queryFiles()
     pool.watch(k, markers, log)
     val consumer = pool.borrow(k)
@@ -149,19 +150,44 @@ class PoolWithBrokerSuite extends AnyFunSuite {
       assert(polled.records.nonEmpty)
       consumer.carry(polled.records, polled.acquiredAtNanos)
       pool.giveBack(consumer)
-      log.writeIfAbsent(4, 0, AcquisitionEntry.empty) // the next batch started: it may still take the carry
-      Thread.sleep(k.idleCloseMs + 200)
+      // The source's next batch started (Spark's ids skip where it ran nothing): it may still take the carry.
+      Seq(2L, 3L, 7L).foreach(b => log.writeIfAbsent(b, 0, AcquisitionEntry.empty))
+      Thread.sleep(k.idleCloseMs + 300)
       pool.evictIdle()
       assert(pool.idleCount(k) == 1, "closed while the query's next batch could still take what it carries")
       assert(consumer.carrying == polled.records.size, "the carry was not renewed")
 
-      log.writeIfAbsent(5, 0, AcquisitionEntry.empty) // batch 4 ran to its end without it
-      Thread.sleep(k.idleCloseMs + 200)
+      log.writeIfAbsent(12, 0, AcquisitionEntry.empty) // batch 7 ran to its end without it
+      Thread.sleep(k.idleCloseMs + 300)
       pool.evictIdle()
       assert(pool.idleCount(k) == 0, "kept: a member holding records, and partitions, that no read task polls")
       // Closed, it left the group: another member gets every record, the carried ones and any its client held.
       val again = kafka.shareConsume(group, Seq(topic), expected = 100, timeoutMs = 30000L)
       assert(again.map(_.offset).sorted == (0L until 100L))
+    } finally pool.closeAll()
+  }
+
+  test("left behind by its query, a consumer keeps records on their last attempt for up to two locks, then closes") {
+    val (topic, group) = freshTopic(records = 100)
+    val pool           = new ShareConsumerPool(Clock.System, new PooledShareConsumer(_))
+    val k              = key(group, topic, maxPollRecords = 500).copy(idleCloseMs = 1500L)
+    val (markers, log) = queryFiles()
+    pool.watch(k, markers, log)
+    val consumer = pool.borrow(k)
+    consumer.lastBatch = 3
+    try {
+      val polled = consumer.poll(Seq(topic), 30000L)
+      assert(polled.records.nonEmpty)
+      consumer.lastDeliveryAttempt = 1 // every record on its last attempt
+      consumer.carry(polled.records, polled.acquiredAtNanos)
+      pool.giveBack(consumer)
+      Seq(4L, 5L).foreach(b => log.writeIfAbsent(b, 0, AcquisitionEntry.empty))
+      Thread.sleep(k.idleCloseMs + 200)
+      pool.evictIdle()
+      assert(pool.idleCount(k) == 1 && consumer.carrying == polled.records.size, "closed with records on their last attempt")
+      Thread.sleep(3 * k.idleCloseMs) // past two locks (four times idleCloseMs) since the records were acquired
+      pool.evictIdle()
+      assert(pool.idleCount(k) == 0, "a consumer its query left behind is kept for ever")
     } finally pool.closeAll()
   }
 
