@@ -72,11 +72,10 @@ def _server(command: list[str], port: int, log: Path, what: str) -> Iterator[str
 
 @contextmanager
 def s3_server(log: Path) -> Iterator[str]:
-    """Starts moto's S3 server; yields its endpoint."""
+    """Starts moto's S3 server, its conditional writes atomic as S3's are (atomic_moto_server.py); yields its endpoint."""
     port = _free_port()
-    with _server(
-        [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)], port, log, "moto's S3 server"
-    ) as endpoint:
+    launcher = Path(__file__).parent / "atomic_moto_server.py"
+    with _server([sys.executable, str(launcher), str(port)], port, log, "moto's S3 server") as endpoint:
         yield endpoint
 
 

@@ -50,7 +50,10 @@ final class KafkaBroker private (val dir: Path, val version: String, recipe: Kaf
       KafkaBroker.javaBin,
       "-Xms256m",
       if (clusterSize > 1) "-Xmx512m" else "-Xmx1g",
-      "-XX:+UseG1GC",
+      "-XX:+UseG1GC"
+    ).foreach(cmd.add)
+    KafkaBroker.extraJavaOptions.foreach(cmd.add)
+    Seq(
       "-Djava.awt.headless=true",
       "-Dorg.slf4j.simpleLogger.showDateTime=true",
       "-Dorg.slf4j.simpleLogger.dateTimeFormat=HH:mm:ss.SSS",
@@ -155,6 +158,13 @@ final class KafkaBroker private (val dir: Path, val version: String, recipe: Kaf
 }
 
 object KafkaBroker {
+
+  /**
+   * JVM options for the brokers this JVM starts, from KAFKASHARE_BROKER_JAVA_OPTIONS (space-separated): the
+   * test suites set them, the benchmarks do not.
+   */
+  def extraJavaOptions: Seq[String] =
+    sys.env.getOrElse("KAFKASHARE_BROKER_JAVA_OPTIONS", "").split("\\s+").toSeq.filter(_.nonEmpty)
 
   /**
    * How a new data dir is formatted. A single node by default; `nodes` > 1 makes node `nodeId` of a
