@@ -321,6 +321,9 @@ val sparkJavaOptions = Seq(
   "sun.util.calendar"
 ).map(p => s"--add-opens=java.base/$p=ALL-UNNAMED")
 
+// The test brokers without the C2 compiler (KafkaBroker.extraJavaOptions; tests/python/conftest.py says why).
+val testBrokerEnv = Map("KAFKASHARE_BROKER_JAVA_OPTIONS" -> "-XX:TieredStopAtLevel=1")
+
 lazy val integration = project
   .in(file("tests/integration"))
   .dependsOn(harness, connector)
@@ -345,6 +348,7 @@ lazy val integration = project
       s"-Dkafkashare.broker.versions=${brokerVersions.mkString(",")}"
     ),
     Test / testOptions += Tests.Argument(TestFrameworks.ScalaTest, "-oD"),
+    Test / envVars ++= testBrokerEnv,
     // Suites run side by side in the one test JVM (tests within a suite one after another): most of a
     // stream test is waiting for batches, locks and polls, and each test has its own topic and group.
     Test / testForkedParallel := true,
@@ -372,6 +376,7 @@ lazy val realTimeIntegration = project
       s"-Dkafkashare.spark.realtime=${pin("spark.realtime")}"
     ),
     Test / testOptions += Tests.Argument(TestFrameworks.ScalaTest, "-oD"),
+    Test / envVars ++= testBrokerEnv,
     Test / test := (Test / test).dependsOn(harness / fetchBrokers).value
   )
 

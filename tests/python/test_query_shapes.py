@@ -97,6 +97,9 @@ def test_records_on_their_last_delivery_attempt_are_counted_and_kept(
     assert warnings and "share.delivery.count.limit" in warnings[0], f"no such warning in {spark_log()}"
 
 
+# `make chaos` (long), for make test's time: two queries of one application in one group run in the stream
+# suites (QueryShapesSuite), and driver crashes with several queries of one application in F5 (test_delivery.py).
+@pytest.mark.long
 def test_two_queries_in_one_application_and_one_group_survive_driver_crashes(
     broker: Broker, fresh_name: Callable[[str], str], tmp_path: Path
 ) -> None:

@@ -17,6 +17,9 @@ from streams import NEWEST, check, prepare, stream
 pytestmark = pytest.mark.parametrize("broker", [NEWEST], indirect=True, ids=[f"kafka-{NEWEST}"])
 
 
+# `make chaos` (long), for make test's time: F3 (test_delivery.py) reads exactly once on local-cluster, through an
+# executor's death.
+@pytest.mark.long
 def test_local_cluster_50k_records_into_parquet_exactly_once(
     broker: Broker, fresh_name: Callable[[str], str], tmp_path: Path
 ) -> None:
