@@ -8,7 +8,8 @@ One broker, one topic, the same records for every contender, in one run:
   (c) the kafka-share source, each strategy, parallelism K, with its metrics on (the plugin that
       configure() adds, and Spark's CSV sink reading every metric each second);
   (c-) the kafka-share source, --metrics-strategy (the first of --strategies), with the metrics off (no
-      plugin): what the metrics cost; (c0) the same with the plugin and no sink.
+      plugin): what the metrics cost; (c0) the same with the plugin and no sink; (c1) with the sink and no
+      plugin (Spark's own metrics only).
 Fair means:
   - every contender is clocked the same way, from its first record reaching the application to its
     last (tests/harness ConsumerPerf for (k) and (a); spark_read.py's "records" clock for (b) and (c)),
@@ -234,6 +235,10 @@ def main() -> None:
             # The plugin without any sink reading it: tells the plugin's cost from the sink's.
             contenders.append(
                 (f"(c0) kafka-share {args.metrics_strategy}, plugin without a sink", read_c(args.metrics_strategy, "plugin"))
+            )
+            # The sink without the plugin: what Spark's own metrics cost when a sink reads them each second.
+            contenders.append(
+                (f"(c1) kafka-share {args.metrics_strategy}, sink without the plugin", read_c(args.metrics_strategy, "sink"))
             )
 
         results = rotated_runs(contenders, args.runs)

@@ -6,8 +6,9 @@ master, packages (Maven coordinates for spark.jars.packages, for Spark's own Kaf
 (blocking work per record), work_in ("python": a Python UDF, default; "jvm": Thread.sleep), driver_java_options
 (a profiler, for example), measure_heap (heap after a full GC after the first batch and at the end, and each batch's source
 metrics), metrics ("on": the connector's plugin, which configure() adds, and a CSV sink that reads every
-metric each second; "off": no plugin, so Spark's metrics system never sees the source; unset: the plugin, no
-sink, as "plugin" does). Prints also the median of each phase of a measured batch (Spark's durationMs).
+metric each second; "off": no plugin, so Spark's metrics system never sees the source; "sink": the CSV sink
+without the plugin, Spark's own metrics only; unset: the plugin, no sink, as "plugin" does). Prints also the
+median of each phase of a measured batch (Spark's durationMs).
 
 The clock runs from the end of the first batch that read records to the end of the batch that read
 the last one: both sources then count reading, not JVM start, Ivy resolution or a share consumer's
@@ -40,9 +41,9 @@ if config.get("driver_java_options"):  # a profiler, for example (docs/internals
     builder = builder.config("spark.driver.extraJavaOptions", config["driver_java_options"])
 if config["source"] == "kafka-share":
     builder = spark_kafka_share.configure(builder)
-    if config.get("metrics") == "off":
+    if config.get("metrics") in ("off", "sink"):
         builder = builder.config("spark.plugins", "")
-    elif config.get("metrics") == "on":
+    if config.get("metrics") in ("on", "sink"):
         # A sink that reads every gauge each second: more often than any scraper would.
         sink = "spark.metrics.conf.*.sink.csv."
         builder = builder.config(sink + "class", "org.apache.spark.metrics.sink.CsvSink")
