@@ -149,7 +149,9 @@ class RealTimeSuite extends AnyFunSuite {
       "checkpoint-dedup" -> InjectedFaults.RetryCutShort
     )
     val trigger = Trigger.RealTime(s"${InjectedFaults.BatchMs} milliseconds")
-    val results = cellsSurvive(floor, records = 2400, trigger = trigger) { all =>
+    // Records flow for 40 s: on a loaded machine the first rows can come 8 s in, after half of a 20 s stream, and a
+    // query whose task 0 then got too few rows early in a batch was never struck (a CI run on 2 Dec).
+    val results = cellsSurvive(floor, records = 4800, seconds = 40, trigger = trigger) { all =>
       // Read task 0 throws at its 21st row of a batch, once per query, early in a batch where records flow (the first
       // records can take a few batches): each retry then has most of the batch left, unless the injected wait takes it.
       eventually(60.seconds, "rows in every query")(all.forall(c => RowLog.distinctKeys(c.sink) > 0))
