@@ -137,14 +137,8 @@ class PoolWithBrokerSuite extends AnyFunSuite {
 
   test("a consumer whose query ran two batches since the one it served is closed when its carry ages: the group " +
     "hands its records to a member that reads") {
-    val (topic, group) = freshTopic(records = 100)
-    val pool           = new ShareConsumerPool(Clock.System, new PooledShareConsumer(_))
     // Long enough that a renewal (its answer waited for a quarter of this) goes through on a loaded machine.
-    val k              = key(group, topic, maxPollRecords = 500).copy(idleCloseMs = 4000L, renewIdle = true)
-    val (markers, log) = queryFiles()
-    pool.watch(k, markers, log)
-    val consumer = pool.borrow(k)
-    consumer.lastBatch = 3
+    val ServedBatch3(pool, k, log, consumer, topic, group) = servedBatch3(idleCloseMs = 4000L, renewIdle = true)
     try {
       val polled = consumer.poll(Seq(topic), 30000L)
       assert(polled.records.nonEmpty)
@@ -168,13 +162,7 @@ class PoolWithBrokerSuite extends AnyFunSuite {
   }
 
   test("left behind by its query, a consumer keeps records on their last attempt for up to two locks, then closes") {
-    val (topic, group) = freshTopic(records = 100)
-    val pool           = new ShareConsumerPool(Clock.System, new PooledShareConsumer(_))
-    val k              = key(group, topic, maxPollRecords = 500).copy(idleCloseMs = 1500L)
-    val (markers, log) = queryFiles()
-    pool.watch(k, markers, log)
-    val consumer = pool.borrow(k)
-    consumer.lastBatch = 3
+    val ServedBatch3(pool, k, log, consumer, topic, _) = servedBatch3(idleCloseMs = 1500L, renewIdle = false)
     try {
       val polled = consumer.poll(Seq(topic), 30000L)
       assert(polled.records.nonEmpty)
@@ -189,6 +177,27 @@ class PoolWithBrokerSuite extends AnyFunSuite {
       pool.evictIdle()
       assert(pool.idleCount(k) == 0, "a consumer its query left behind is kept for ever")
     } finally pool.closeAll()
+  }
+
+  private final case class ServedBatch3(
+      pool: ShareConsumerPool,
+      key: ConsumerKey,
+      log: AcquisitionLog,
+      consumer: PooledShareConsumer,
+      topic: String,
+      group: String
+  )
+
+  /** A watched query of a fresh topic of 100 records, and the consumer its task of batch 3 borrowed. */
+  private def servedBatch3(idleCloseMs: Long, renewIdle: Boolean): ServedBatch3 = {
+    val (topic, group) = freshTopic(records = 100)
+    val pool           = new ShareConsumerPool(Clock.System, new PooledShareConsumer(_))
+    val k              = key(group, topic, maxPollRecords = 500).copy(idleCloseMs = idleCloseMs, renewIdle = renewIdle)
+    val (markers, log) = queryFiles()
+    pool.watch(k, markers, log)
+    val consumer = pool.borrow(k)
+    consumer.lastBatch = 3
+    ServedBatch3(pool, k, log, consumer, topic, group)
   }
 
   private def queryFiles(): (SourceMarkers, AcquisitionLog) = {
