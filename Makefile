@@ -19,6 +19,9 @@ DELTA_JARS := target/delta/classpath
 S3_JARS    := target/s3/jars
 # Hadoop's GCS connector and a GCS emulator, for the checkpoint-on-GCS test (tests/python/object_store.py).
 GCS        := target/gcs/ready
+# Class-data-sharing archives of each virtualenv's Spark classes, for the tests' Spark JVMs (tests/python/spark_runs.py).
+SPARK_CLASSES        := target/spark-cds/$(VENV).jsa
+SPARK_CLASSES_OLDEST := target/spark-cds/$(VENV_OLDEST).jsa
 # A Maven repository holding the connector (jar, sources, pom), for `spark-submit --packages` tests.
 MAVEN_REPO := target/maven-repo/io/github/kafkashare/spark-kafka-share_2.13/$(project.version)
 # What `make release` signs (docs/internals/releasing.md): the Maven layout that Central takes (jar, sources and Scaladoc jars,
@@ -54,7 +57,7 @@ test:
 	@echo "make test: minutes per suite (target/test-timings.txt; test-setup ran beside test-jvm)"; cat target/test-timings.txt
 
 # No sbt here: test-jvm's sbt fetches the rest (two sbt clients in one build would wait on each other).
-test-setup: $(VENV)/installed-tools $(VENV_OLDEST)/installed-runtime $(DELTA_JARS) $(GCS)
+test-setup: $(VENV)/installed-tools $(VENV_OLDEST)/installed-runtime $(DELTA_JARS) $(GCS) $(SPARK_CLASSES) $(SPARK_CLASSES_OLDEST)
 
 # Runs the target after `timed-` and notes its wall-clock time in target/test-timings.txt.
 timed-%:
@@ -68,7 +71,7 @@ test-jvm:
 	@touch $(MAVEN_REPO) $(RELEASE_MAVEN)
 
 # Two workers, one per core: the Spark and broker JVMs of one test keep a core busy (docs/internals/testing.md).
-test-python: $(VENV)/installed-wheel $(VENV)/installed-tools target/bench/tools.classpath $(S3_JARS) $(GCS) $(MAVEN_REPO) $(RELEASE_MAVEN) $(RELEASE_PYPI) typecheck lint
+test-python: $(VENV)/installed-wheel $(VENV)/installed-tools $(SPARK_CLASSES) target/bench/tools.classpath $(S3_JARS) $(GCS) $(MAVEN_REPO) $(RELEASE_MAVEN) $(RELEASE_PYPI) typecheck lint
 	$(PY) -m pytest -n 2 --dist loadgroup --durations=20 --junitxml=target/test-results/pytest.xml -m "not long" tests/python \
 		--ignore=tests/python/test_delta_sink.py
 
@@ -106,12 +109,19 @@ bench-cost: $(VENV)/installed-wheel $(VENV)/installed-tools target/bench/tools.c
 # Delta sink test, and checkpoints on S3 through that Spark's older S3A, with a driver crash (and the race of two
 # attempts on GCS)
 # (every strategy on every broker runs on that Spark line in the stream suites of tests/integration).
-test-compat: $(VENV_OLDEST)/installed-wheel $(DELTA_JARS) $(S3_JARS) $(GCS)
+test-compat: $(VENV_OLDEST)/installed-wheel $(SPARK_CLASSES_OLDEST) $(DELTA_JARS) $(S3_JARS) $(GCS)
 	KAFKASHARE_RESULTS=target/test-results-spark-oldest KAFKASHARE_DELTA_JARS=$$(cat $(DELTA_JARS)) \
 		$(VENV_OLDEST)/bin/python -m pytest -n 2 --dist loadgroup --durations=10 --junitxml=target/test-results-spark-oldest/pytest.xml \
 		tests/python/test_spark_provider.py tests/python/test_package.py tests/python/test_delivery.py \
 		tests/python/test_delta_sink.py tests/python/test_object_store.py \
 		-m "not long" -k "not loses_nothing or s3_loses_nothing and two-phase-commit"
+
+# The JVM writes the archive when the application ends (tests/python/spark_apps/class_archive.py says what it loads).
+target/spark-cds/%.jsa: %/installed-runtime tests/python/spark_apps/class_archive.py
+	rm -rf target/spark-cds/$*.scratch $@.part && mkdir -p target/spark-cds/$*.scratch
+	JDK_JAVA_OPTIONS="-XX:TieredStopAtLevel=1 -XX:ArchiveClassesAtExit=$(CURDIR)/$@.part" \
+		$*/bin/python tests/python/spark_apps/class_archive.py target/spark-cds/$*.scratch > target/spark-cds/$*.log 2>&1
+	mv $@.part $@ && rm -rf target/spark-cds/$*.scratch
 
 # Delta's jars for tests/python/test_delta_sink.py, which only the oldest Spark runs (see versions.properties).
 $(DELTA_JARS): versions.properties
@@ -171,13 +181,15 @@ $(S3_JARS): $(HARNESS_SOURCES)
 target/bench/tools.classpath: $(HARNESS_SOURCES)
 	$(SBT) harness/fetchBenchTools
 
+# One cache for the five runs: each reads pyspark's stubs, and a fresh clone's first run then reads them once.
+MYPY_CACHE = --cache-dir $(CURDIR)/target/mypy-cache
 # Types of the package, the tests, the benchmarks and the demo (tests/mypy.ini: as strict as the package).
 typecheck: $(VENV)/installed-wheel $(VENV)/installed-tools
-	$(PY) -m mypy --strict python/src/spark_kafka_share
-	$(PY) -m mypy --strict build/release.py build/check_release.py
-	cd tests/python && ../../$(PY) -m mypy --config-file ../mypy.ini .
-	cd tests/bench && MYPYPATH=../python ../../$(PY) -m mypy --config-file ../mypy.ini .
-	cd python/examples && MYPYPATH=../../tests/python ../../$(PY) -m mypy --config-file ../../tests/mypy.ini .
+	$(PY) -m mypy $(MYPY_CACHE) --strict python/src/spark_kafka_share
+	$(PY) -m mypy $(MYPY_CACHE) --strict build/release.py build/check_release.py
+	cd tests/python && ../../$(PY) -m mypy $(MYPY_CACHE) --config-file ../mypy.ini .
+	cd tests/bench && MYPYPATH=../python ../../$(PY) -m mypy $(MYPY_CACHE) --config-file ../mypy.ini .
+	cd python/examples && MYPYPATH=../../tests/python ../../$(PY) -m mypy $(MYPY_CACHE) --config-file ../../tests/mypy.ini .
 
 # Lint and format: ruff over the Python code (ruff.toml), scalafmt over the Scala code and the build
 # (.scalafmt.conf). `make format` rewrites what `make lint` would refuse.

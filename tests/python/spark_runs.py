@@ -32,6 +32,13 @@ def _log_name(script: str) -> Path:
 # the C2 compiler: a driver-crash cell took 64 s of CPU in 51 s without it, 37 s of CPU in 36 s with it
 # (2 cores; the tests are CPU-bound). Behaviour is the same; the benchmarks (tests/bench) keep C2.
 SPARK_TEST_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1"
+# And they map Spark's classes from a class-data-sharing archive of this interpreter's pyspark, where
+# make test-setup wrote one (spark_apps/class_archive.py): a driver's start took 15 s instead of 9. A JVM
+# whose classes differ (another pyspark) ignores it; the JVM's own warnings go to stderr, never into the
+# JSON an application prints.
+CLASS_ARCHIVE = HERE.parents[1] / "target" / "spark-cds" / f"{Path(sys.prefix).name}.jsa"
+if CLASS_ARCHIVE.is_file():
+    SPARK_TEST_JAVA_OPTIONS += f" -XX:SharedArchiveFile={CLASS_ARCHIVE} -Xlog:disable -Xlog:all=warning:stderr"
 
 
 def spark_log(script: str = "share_stream.py") -> Path:
