@@ -7,7 +7,8 @@ master, packages (Maven coordinates for spark.jars.packages, for Spark's own Kaf
 (a profiler, for example), measure_heap (heap after a full GC after the first batch and at the end, and each batch's source
 metrics), metrics ("on": the connector's plugin, which configure() adds, and a CSV sink that reads every
 metric each second; "off": no plugin, so Spark's metrics system never sees the source; "sink": the CSV sink
-without the plugin, Spark's own metrics only; unset: the plugin, no sink, as "plugin" does). Prints also the
+without the plugin, Spark's own metrics only; unset: the plugin, no sink, as "plugin" does), progress_file
+(where to write every progress of the query, as a JSON list). Prints also the
 median of each phase of a measured batch (Spark's durationMs).
 
 The clock runs from the end of the first batch that read records to the end of the batch that read
@@ -145,6 +146,8 @@ if config.get("measure_heap"):
     heap["at_end"] = heap_after_gc()
 if query.exception():  # a failed query must not pass for a slow one
     raise RuntimeError(f"the query failed: {query.exception()}")
+if config.get("progress_file"):  # every progress of the run, for a look at one slow run (docs/internals/performance.md)
+    Path(config["progress_file"]).write_text(json.dumps([json.loads(p.json) for p in query.recentProgress]))
 query.stop()
 published = 0  # with the metrics on: the source's series the sink wrote (a run without any is no "on" run)
 if config.get("metrics") == "on":
