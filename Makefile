@@ -117,11 +117,19 @@ test-compat: $(VENV_OLDEST)/installed-wheel $(SPARK_CLASSES_OLDEST) $(DELTA_JARS
 		-m "not long" -k "not loses_nothing or s3_loses_nothing and two-phase-commit"
 
 # The JVM writes the archive when the application ends (tests/python/spark_apps/class_archive.py says what it loads).
+# A speed-up, never a condition: where it cannot be written, the tests run without it (the log says why).
+# spark-submit's launcher JVM writes one too, before the driver starts: the driver's, written last, is kept
+# if it is the size of Spark's classes.
 target/spark-cds/%.jsa: %/installed-runtime tests/python/spark_apps/class_archive.py
-	rm -rf target/spark-cds/$*.scratch $@.part && mkdir -p target/spark-cds/$*.scratch
-	JDK_JAVA_OPTIONS="-XX:TieredStopAtLevel=1 -XX:ArchiveClassesAtExit=$(CURDIR)/$@.part" \
-		$*/bin/python tests/python/spark_apps/class_archive.py target/spark-cds/$*.scratch > target/spark-cds/$*.log 2>&1
-	mv $@.part $@ && rm -rf target/spark-cds/$*.scratch
+	@rm -rf target/spark-cds/$*.scratch $@.part && mkdir -p target/spark-cds/$*.scratch
+	@if JDK_JAVA_OPTIONS="-XX:TieredStopAtLevel=1 -XX:ArchiveClassesAtExit=$(CURDIR)/$@.part -Xlog:disable -Xlog:all=warning:stderr" \
+		timeout 600 $*/bin/python tests/python/spark_apps/class_archive.py target/spark-cds/$*.scratch \
+		> target/spark-cds/$*.log 2>&1 && [ "$$(stat -c %s $@.part 2>/dev/null || echo 0)" -gt 50000000 ]; then \
+		mv $@.part $@; \
+	else \
+		echo "No class archive for $*: its Spark JVMs start without one (target/spark-cds/$*.log):"; \
+		tail -5 target/spark-cds/$*.log; rm -f $@.part; \
+	fi; rm -rf target/spark-cds/$*.scratch
 
 # Delta's jars for tests/python/test_delta_sink.py, which only the oldest Spark runs (see versions.properties).
 $(DELTA_JARS): versions.properties

@@ -122,6 +122,27 @@ def rotated_runs(
     return results
 
 
+def print_slow_runs(results: dict[str, list[dict[str, Any]]]) -> None:
+    """Each kafka-share run at under half its contender's median rate, batch by batch: what a slow run did
+    (rows, and where each batch's time went), so that one comes with its own evidence."""
+    for name, runs in results.items():
+        with_progress = [r for r in runs if r.get("progress_file")]
+        if not with_progress:
+            continue
+        typical = statistics.median(r["records_per_s"] for r in runs)
+        for r in with_progress:
+            if r["records_per_s"] >= typical / 2 or not Path(r["progress_file"]).is_file():
+                continue
+            print(f"\nslow run of {name}: {throughput(r)}, {r['progress_file']}")
+            print("batch | rows | ms | latestOffset ms | addBatch ms")
+            for p in json.loads(Path(r["progress_file"]).read_text()):
+                d = p["durationMs"]
+                print(
+                    f"{p['batchId']} | {p['numInputRows']:,} | {d.get('triggerExecution', 0):,} | "
+                    f"{d.get('latestOffset', 0):,} | {d.get('addBatch', 0):,}"
+                )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--records", type=int, default=2_000_000)
@@ -206,7 +227,8 @@ def main() -> None:
                 # Two-phase-commit holds a batch's records until the commit: the group's lock limit bounds its batches.
                 if strategy == "two-phase-commit" and args.lock_limit:
                     broker.group_config(group, {"share.partition.max.record.locks": str(args.lock_limit)})
-                return spark_read_by_record(
+                progress = work / f"progress-c-{strategy}-{metrics}-{run}.json"
+                result = spark_read_by_record(
                     {
                         **common,
                         "source": "kafka-share",
@@ -215,8 +237,10 @@ def main() -> None:
                         "checkpoint": str(work / f"chk-c-{strategy}-{metrics}-{run}"),
                         "options": {"kafka.max.poll.records": args.max_poll_records},
                         "metrics": metrics,
+                        "progress_file": str(progress),
                     }
                 )
+                return {**result, "progress_file": str(progress)}
 
             return read
 
@@ -268,6 +292,7 @@ def main() -> None:
                 f"{min(off):,} to {max(off):,}): on's median is {within} off's range; "
                 f"series published per on run: {'/'.join(str(r['published_series']) for r in results[metered])}"
             )
+        print_slow_runs(results)
         charts.bars(
             "bench-throughput",
             f"records/s (median of {args.runs}), {args.records:,} records of {args.size} B, "

@@ -33,7 +33,7 @@ def _log_name(script: str) -> Path:
 # (2 cores; the tests are CPU-bound). Behaviour is the same; the benchmarks (tests/bench) keep C2.
 SPARK_TEST_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1"
 # And they map Spark's classes from a class-data-sharing archive of this interpreter's pyspark, where
-# make test-setup wrote one (spark_apps/class_archive.py): a driver's start took 15 s instead of 9. A JVM
+# make test-setup wrote one (spark_apps/class_archive.py): a small application took 9 s with it, 15 s without. A JVM
 # whose classes differ (another pyspark) ignores it; the JVM's own warnings go to stderr, never into the
 # JSON an application prints.
 CLASS_ARCHIVE = HERE.parents[1] / "target" / "spark-cds" / f"{Path(sys.prefix).name}.jsa"

@@ -10,6 +10,7 @@ workers) and ends. Nothing here is asserted: a JVM whose class path differs from
 archive and runs as before.
 """
 
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -18,7 +19,12 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.functions import col, window
 
 scratch = Path(sys.argv[1])
-spark = SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false").getOrCreate()
+spark = (
+    SparkSession.builder.master("local[2]")
+    .config("spark.ui.enabled", "false")
+    .config("spark.sql.shuffle.partitions", "2")
+    .getOrCreate()
+)
 spark.range(0, 10_000).selectExpr("id % 7 AS k").groupBy("k").count().collect()
 
 rate = spark.readStream.format("rate").option("rowsPerSecond", 200).load()
@@ -46,7 +52,11 @@ batches = (
     .trigger(processingTime="500 milliseconds")
     .start()
 )
-time.sleep(6)
+# Until each query has committed a batch with rows (the state store's, the file sink's and the commit
+# log's classes loaded), or a minute: the archive is a speed-up, never a condition.
+deadline = time.time() + 60
+while time.time() < deadline and not all(any(p["numInputRows"] > 0 for p in q.recentProgress) for q in (counted, batches)):
+    time.sleep(0.5)
 counted.stop()
 batches.stop()
 # The JVM writes the archive as it exits, which it does when its stdin closes (PythonGatewayServer): wait
@@ -54,4 +64,8 @@ batches.stop()
 jvm = spark.sparkContext._gateway.proc  # type: ignore[union-attr]
 spark.stop()
 jvm.stdin.close()
-jvm.wait(timeout=120)
+try:
+    jvm.wait(timeout=300)
+except subprocess.TimeoutExpired:
+    jvm.kill()
+    raise

@@ -10,7 +10,7 @@ import io.github.kafkashare.spark.runtime.JvmResources
 import io.github.kafkashare.spark.ack.AcknowledgementPlan.AtCheck
 import io.github.kafkashare.spark.consumer.{Clock, ConsumerKey, PooledShareConsumer, ShareConsumerPool, Uninterrupted}
 import io.github.kafkashare.spark.offsets.{DecisionLog, SerializableHadoopConf, SourceMarkers}
-import io.github.kafkashare.spark.options.Decision
+import io.github.kafkashare.spark.options.{Decision, LockBudget}
 import io.github.kafkashare.spark.offsets.store.CheckpointStore
 import org.apache.hadoop.fs.Path
 import org.apache.spark.internal.Logging
@@ -287,16 +287,11 @@ final class CommitWatcher(clock: Clock, pool: ShareConsumerPool) extends Logging
 
 object CommitWatcher {
 
-  /**
-   * Held records' locks are renewed (RENEW) every half lock duration: the broker restarts a lock when it
-   * takes the renewal, so half a lock is left for a renewal that is slow to arrive.
-   */
-  final case class Renewal(lockDurationMs: Long) {
-    def everyMs: Long = lockDurationMs / 2
-
-    // One watcher renews every hold of the JVM in turn: a slow broker must not hold up the others past their margin.
-    def commitTimeoutMs: Long = math.min(30000L, everyMs / 2)
-    def pollBackMs: Long      = math.min(10000L, everyMs / 4)
+  /** Held records' locks are renewed (RENEW) as [[LockBudget]] times it. */
+  final case class Renewal(locks: LockBudget) {
+    def everyMs: Long         = locks.renewEveryMs
+    def commitTimeoutMs: Long = locks.renewalCommitTimeoutMs
+    def pollBackMs: Long      = locks.renewalPollBackMs
   }
 
   private val StopCheckNanos = TimeUnit.SECONDS.toNanos(1)

@@ -6,7 +6,7 @@ import java.util.Properties
 import scala.jdk.CollectionConverters._
 
 import io.github.kafkashare.spark.monitoring.JvmActivity
-import io.github.kafkashare.spark.options.Decision
+import io.github.kafkashare.spark.options.{Decision, LockBudget}
 import org.apache.kafka.clients.consumer.{AcknowledgeType, ConsumerRecord, KafkaShareConsumer, ShareConsumer}
 import org.apache.kafka.common.serialization.ByteArrayDeserializer
 
@@ -98,7 +98,7 @@ final class PooledShareConsumer(val key: ConsumerKey, open: Properties => ShareC
   /** Out with a commit watcher, which gives it back or discards it (ShareConsumerPool.expectBack). */
   @volatile private[consumer] var expectedBack = false
 
-  /** When it last went back to the pool (System.nanoTime); the pool closes it after key.idleCloseMs. */
+  /** When it last went back to the pool (System.nanoTime); the pool closes it after key.locks.idleCloseMs. */
   @volatile private[consumer] var idleSinceNanos: Long = System.nanoTime
 
   // Set while the client's buffer may hold acquired records that no poll returned yet (see above):
@@ -396,14 +396,14 @@ object PooledShareConsumer {
  *
  * @param subscription the topics or the pattern, as the option gave them
  * @param query        the query's checkpoint location (two running queries never share one)
- * @param idleCloseMs  how long one may wait in the pool unused before it is closed (see [[ShareConsumerPool]])
+ * @param locks        the query's lock, by which the pool times its consumers (see [[ShareConsumerPool]])
  * @param renewIdle    whether the pool renews the locks of what an idle consumer carries (RENEW, Kafka 4.2+)
  *                     rather than give it back to the group, which would spend a delivery attempt of each record
  */
 final case class ConsumerKey(
     groupId: String,
     params: Map[String, String],
-    idleCloseMs: Long,
+    locks: LockBudget,
     subscription: String,
     query: String,
     renewIdle: Boolean = false

@@ -29,7 +29,7 @@ import org.apache.spark.internal.Logging
  *    - what an idle consumer's client fetched meanwhile (and, where the key renews, what its client's
  *      buffer holds past a full poll) is collected into its carry, and its query's driver told to run a batch ([[SourceMarkers.markFetchedWhileIdle]]): the driver runs none while
  *      it sees nothing new, and the broker does not say what is locked to whom;
- *    - a carry older than the key's `idleCloseMs` (half a lock: too late for a batch to pin it) has its
+ *    - a carry older than the key's `locks.idleCloseMs` (half a lock: too late for a batch to pin it) has its
  *      locks renewed where the cluster can (RENEW, Kafka 4.2+: the key's `renewIdle`), for up to
  *      [[ShareConsumerPool.MaxIdleRenewMs]], so that a stalled query spends no delivery attempt; else it is
  *      RELEASEd, and the consumer kept, with its membership; records on their last attempt stay for a
@@ -40,7 +40,7 @@ import org.apache.spark.internal.Logging
  *      while it stays a member the group may give it a partition that no read task then polls (a CI run
  *      saw 1,973 of 3,000 records held that way for minutes, renewed, after an executor's death moved a
  *      real-time query's tasks to its replacement);
- *    - a consumer idle longer than `idleCloseMs` with no carry is closed.
+ *    - a consumer idle longer than `locks.idleCloseMs` with no carry is closed.
  *    A borrower gets the idle consumer whose records are oldest, so that they reach a batch first.
  *  - A stopped query polls no more, so its consumers must go; `closeIdle` does it at once where the
  *    driver shares the JVM (local mode), and on executors the evictor does it within a second of the
@@ -63,10 +63,12 @@ final class ShareConsumerPool(clock: Clock, open: ConsumerKey => PooledShareCons
   def borrow(key: ConsumerKey): PooledShareConsumer = {
     var found = takeIdle(key)
     // A batch that holds records until its commit keeps its consumers with the commit watcher until
-    // it sees the commit, a moment after the next batch's tasks start. A new consumer would cost far
-    // more (it joins the group and waits seconds for an assignment), so wait for one to come back.
-    val waitUntil = System.nanoTime + TimeUnit.MILLISECONDS.toNanos(math.min(MaxWaitForHeldMs, key.idleCloseMs / 4))
-    while (found == null && heldCount(key) > 0 && System.nanoTime < waitUntil) {
+    // it sees the commit, a moment after the next batch's tasks start; the evictor has one out for a
+    // moment while it collects what its client fetched or renews its carry. A new consumer would cost far
+    // more (it joins the group and waits seconds for an assignment, while the one it replaces keeps its
+    // partitions), so wait for one to come back.
+    val waitUntil = System.nanoTime + TimeUnit.MILLISECONDS.toNanos(math.min(MaxWaitForHeldMs, key.locks.heldConsumerWaitMs))
+    while (found == null && (heldCount(key) > 0 || count(withEvictor, key) > 0) && System.nanoTime < waitUntil) {
       Thread.sleep(10)
       found = takeIdle(key)
     }
@@ -79,6 +81,20 @@ final class ShareConsumerPool(clock: Clock, open: ConsumerKey => PooledShareCons
 
   // Consumers out with a read task, per key (a consumer held for a commit stays counted until it is back).
   private val lentOut = new ConcurrentHashMap[ConsumerKey, AtomicLong]()
+
+  // Idle consumers the evictor took out of their queue for a moment (to collect or renew), per key: counted
+  // before they leave it and until they are back, so that a borrower who finds the queue empty waits for them.
+  private val withEvictor = new ConcurrentHashMap[ConsumerKey, AtomicLong]()
+
+  private def count(counts: ConcurrentHashMap[ConsumerKey, AtomicLong], key: ConsumerKey): Long =
+    Option(counts.get(key)).fold(0L)(_.get)
+
+  /** Takes `c` out of `queue` for the evictor, if no borrower took it first, and runs `f` on it meanwhile. */
+  private def withEvictorHolding[A](queue: ConcurrentLinkedDeque[PooledShareConsumer], c: PooledShareConsumer)(f: => A): Option[A] = {
+    countUp(withEvictor, c.key)
+    try if (queue.remove(c)) Some(f) else None
+    finally withEvictor.get(c.key).decrementAndGet()
+  }
 
   // Counted inside compute: forgetUnused drops a counter only at 0, atomically with this.
   private def countUp(counts: ConcurrentHashMap[ConsumerKey, AtomicLong], key: ConsumerKey): Unit =
@@ -113,11 +129,11 @@ final class ShareConsumerPool(clock: Clock, open: ConsumerKey => PooledShareCons
       try {
         // Records on their last attempt wait for a batch, but not forever: two locks on, the broker has
         // archived them long ago, and a query that runs under another key (new options) never takes them.
-        val keepLastAttempts = c.carriedSinceNanos.forall(ageMs(_) <= 4 * c.key.idleCloseMs)
+        val keepLastAttempts = c.carriedSinceNanos.forall(ageMs(_) <= c.key.locks.lastAttemptKeepMs)
         val released         = c.releaseCarry(keepLastAttempts)
         if (released > 0)
           logInfo(s"kafka-share: a pooled consumer of ${c.key} released $released carried record(s), acquired more " +
-            s"than ${c.key.idleCloseMs} ms ago: too late for a batch to pin them; the group delivers them again")
+            s"than ${c.key.locks.idleCloseMs} ms ago: too late for a batch to pin them; the group delivers them again")
         c
       } catch {
         case NonFatal(e) =>
@@ -127,7 +143,7 @@ final class ShareConsumerPool(clock: Clock, open: ConsumerKey => PooledShareCons
       }
 
   private def renewCarry(c: PooledShareConsumer): PooledShareConsumer = {
-    val renewal = CommitWatcher.Renewal(2 * c.key.idleCloseMs)
+    val renewal = CommitWatcher.Renewal(c.key.locks)
     val carried = c.carrying
     try {
       val refused = c.renewHeld(renewal.commitTimeoutMs, renewal.pollBackMs)
@@ -152,7 +168,7 @@ final class ShareConsumerPool(clock: Clock, open: ConsumerKey => PooledShareCons
   // Consumers a commit watcher holds, per key: they come back to the pool (or are discarded) soon.
   private val held = new ConcurrentHashMap[ConsumerKey, AtomicLong]()
 
-  private def heldCount(key: ConsumerKey): Long = Option(held.get(key)).fold(0L)(_.get)
+  private def heldCount(key: ConsumerKey): Long = count(held, key)
 
   /** `consumer` is out with a commit watcher and will come back through giveBack or discard. */
   def expectBack(consumer: PooledShareConsumer): Unit = {
@@ -167,16 +183,16 @@ final class ShareConsumerPool(clock: Clock, open: ConsumerKey => PooledShareCons
 
   private def ageMs(sinceNanos: Long): Long = TimeUnit.NANOSECONDS.toMillis(clock.nanoTime() - sinceNanos)
 
-  private def carryAged(c: PooledShareConsumer): Boolean = c.carriedSinceNanos.exists(ageMs(_) > c.key.idleCloseMs)
+  private def carryAged(c: PooledShareConsumer): Boolean = c.carriedSinceNanos.exists(ageMs(_) > c.key.locks.idleCloseMs)
 
   /**
-   * Idle past `idleCloseMs`, carrying nothing, and holding nothing a batch could still take: a client
+   * Idle past `locks.idleCloseMs`, carrying nothing, and holding nothing a batch could still take: a client
    * still fetching was just collected (what it fetched would be in the carry), and the rest of a full
-   * poll in its buffer is left until its locks are spent anyway (a whole lock, twice `idleCloseMs`).
+   * poll in its buffer is left until its locks are spent anyway (`locks.bufferSpentMs`: a whole lock).
    */
   private def unused(c: PooledShareConsumer): Boolean =
-    c.carrying == 0 && ageMs(c.idleSinceNanos) > c.key.idleCloseMs &&
-      (c.stillFetching || c.pendingSinceNanos.forall(ageMs(_) > 2 * c.key.idleCloseMs))
+    c.carrying == 0 && ageMs(c.idleSinceNanos) > c.key.locks.idleCloseMs &&
+      (c.stillFetching || c.pendingSinceNanos.forall(ageMs(_) > c.key.locks.bufferSpentMs))
 
   // Set when the JVM exits: a consumer given back after that is closed, not kept for a borrower that never comes.
   @volatile private var closing = false
@@ -255,19 +271,21 @@ final class ShareConsumerPool(clock: Clock, open: ConsumerKey => PooledShareCons
       // the poll starts a fetch: up to a poll more is acquired, and renewed, for the next batch.
       val strict = key.params.get("share.acquire.mode").contains("record_limit")
       def buffered(c: PooledShareConsumer) =
-        key.renewIdle && !strict && c.mayHoldBuffered && ageMs(c.idleSinceNanos) <= key.idleCloseMs
+        key.renewIdle && !strict && c.mayHoldBuffered && ageMs(c.idleSinceNanos) <= key.locks.idleCloseMs
       val fetching = queue.asScala.toList.filter(c => c.carrying == 0 && (c.stillFetching || buffered(c)))
       // remove() fails when a borrower took it meanwhile: then it is theirs, not ours.
-      val collected = fetching.filter(queue.remove).map { c =>
-        try {
-          val n = c.collectFetchedWhileIdle(alsoBuffered = buffered(c))
-          queue.addFirst(c)
-          n
-        } catch {
-          case NonFatal(e) =>
-            logWarning("a pooled share consumer could not collect what it fetched while idle; closing it", e)
-            discard(c)
-            0
+      val collected = fetching.flatMap { c =>
+        withEvictorHolding(queue, c) {
+          try {
+            val n = c.collectFetchedWhileIdle(alsoBuffered = buffered(c))
+            queue.addFirst(c)
+            n
+          } catch {
+            case NonFatal(e) =>
+              logWarning("a pooled share consumer could not collect what it fetched while idle; closing it", e)
+              discard(c)
+              0
+          }
         }
       }.sum
       if (collected > 0) logInfo(s"kafka-share: idle consumers of $key fetched $collected record(s) meanwhile; asking for a batch")
@@ -300,6 +318,7 @@ final class ShareConsumerPool(clock: Clock, open: ConsumerKey => PooledShareCons
       markersOf.remove(key, markers)
       lentOut.computeIfPresent(key, (_, count) => if (count.get == 0) null else count)
       held.computeIfPresent(key, (_, count) => if (count.get == 0) null else count)
+      withEvictor.computeIfPresent(key, (_, count) => if (count.get == 0) null else count)
       if (counted(lentOut) > 0) markersOf.putIfAbsent(key, markers)
     }
   }
@@ -314,7 +333,7 @@ final class ShareConsumerPool(clock: Clock, open: ConsumerKey => PooledShareCons
     // since is looked at again: it may hold records now.
     // One at a time (a renewal takes a round trip or two): the others stay where borrowers find them.
     aged.foreach { c =>
-      if (queue.remove(c)) {
+      withEvictorHolding(queue, c) {
         val kept = if (c.lastBatch >= 0 && ranSince(c.lastBatch) >= 2) leftBehind(c) else withFreshCarry(c)
         Option(kept).foreach(queue.addLast)
       }
@@ -348,7 +367,7 @@ final class ShareConsumerPool(clock: Clock, open: ConsumerKey => PooledShareCons
   private def leftBehind(c: PooledShareConsumer): PooledShareConsumer = {
     val carried = c.carrying
     try {
-      val withinTwoLocks = c.carriedFirstSinceNanos.forall(ageMs(_) <= 4 * c.key.idleCloseMs)
+      val withinTwoLocks = c.carriedFirstSinceNanos.forall(ageMs(_) <= c.key.locks.lastAttemptKeepMs)
       c.releaseCarry(keepLastAttempts = withinTwoLocks)
       if (c.carrying == 0) {
         logInfo(s"kafka-share: the query of ${c.key} ran two batches since this executor's idle consumer last served one " +

@@ -77,7 +77,7 @@ class KafkaShareMicroBatchStream(
       ReadTaskPlanner.Logs(acquisitions, decisions, markers, commitLogDir, hadoopConf),
       totals
     )
-  private val phaseTwo = new PhaseTwoWait(acquisitions, markers, commitLogDir, lockDurationMs, readTasks.renewLocks)
+  private val phaseTwo = new PhaseTwoWait(acquisitions, markers, commitLogDir, settings.locks, readTasks.renewLocks)
 
   // The topics of the last planned batch: its read tasks subscribe to them.
   private var topics      = cluster.resolveTopics()
@@ -266,7 +266,7 @@ class KafkaShareMicroBatchStream(
       emptyBatchesInARow = if (stats.records > 0) 0 else emptyBatchesInARow + 1
       lastBatchStats = stats
       val batchMs = (System.nanoTime - plannedAt) / 1000000L
-      if (options.holdsUntilCommit && !readTasks.renewLocks && start.batch >= 0 && batchMs > lockDurationMs * 0.8)
+      if (options.holdsUntilCommit && !readTasks.renewLocks && start.batch >= 0 && batchMs > settings.locks.unrenewedHoldMs)
         logWarning(s"kafka-share: batch ${start.batch} took $batchMs ms, more than 80% of the lock duration " +
           s"($lockDurationMs ms) for which ${if (explicit.nonEmpty) "explicit acknowledgement" else "two-phase-commit"} holds " +
           "records. Raise the group's share.record.lock.duration.ms " +

@@ -1,6 +1,7 @@
 package io.github.kafkashare.spark.planning
 
 import io.github.kafkashare.spark.offsets.{AcquisitionLog, ShareSourceOffset, SourceMarkers}
+import io.github.kafkashare.spark.options.LockBudget
 import org.apache.hadoop.fs.Path
 import org.apache.spark.internal.Logging
 
@@ -15,7 +16,7 @@ private[planning] final class PhaseTwoWait(
     acquisitions: AcquisitionLog,
     markers: SourceMarkers,
     commitLogDir: Path,
-    lockDurationMs: Long,
+    locks: LockBudget,
     renewLocks: Boolean
 ) extends Logging {
 
@@ -23,11 +24,9 @@ private[planning] final class PhaseTwoWait(
   def await(last: ShareSourceOffset, plannedAt: Long): Unit =
     if (markers.exists(new Path(commitLogDir, last.batch.toString))) {
       val holding = (0 until last.tasks).filter(t => acquisitions.read(last.batch, t).exists(_.runs.nonEmpty))
-      // The watcher acknowledges within a lock duration of the batch's polls; with renewal, a batch may
-      // outlast that, and the watcher sees the commit at the latest at its next renewal round.
-      val deadline =
-        if (renewLocks) System.nanoTime + (lockDurationMs / 2 + 1000L) * 1000000L
-        else plannedAt + (lockDurationMs + 1000L) * 1000000L
+      // Without renewal, the watcher acknowledges within a lock of the batch's polls (from its planning);
+      // with it, a batch may outlast that, and the watcher sees the commit at its next renewal round (from now).
+      val deadline = (if (renewLocks) System.nanoTime else plannedAt) + locks.phaseTwoWaitMs(renewLocks) * 1000000L
       // A stop interrupts the query's thread; the wait must still happen, and the flag is kept.
       val interrupted = Thread.interrupted()
       try {
@@ -38,7 +37,7 @@ private[planning] final class PhaseTwoWait(
           waiting = waiting.filterNot(markers.acknowledged(last.batch, _))
         }
         if (waiting.nonEmpty) logWarning(s"kafka-share: batch ${last.batch}'s held records of task(s) " +
-          s"${waiting.mkString(", ")} were not acknowledged within the lock duration ($lockDurationMs ms) after the query " +
+          s"${waiting.mkString(", ")} were not acknowledged within the lock duration (${locks.lockDurationMs} ms) after the query " +
           "ended; they come back to the group and, pinned, are dropped when this query runs again")
       } finally if (interrupted) Thread.currentThread.interrupt()
     }

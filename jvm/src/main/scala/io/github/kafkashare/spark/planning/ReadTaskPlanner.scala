@@ -25,14 +25,12 @@ private[planning] final class ReadTaskPlanner(
     totals: QueryTotals
 ) {
 
-  // Idle consumers are closed after half a lock duration: what they fetched ahead is locked to them
-  // until then, and after a whole lock duration it would be stale anyway (unless renewed, where the
-  // cluster can). A consumer serves one query (its checkpoint): what it fetched ahead, or still has in
-  // its buffer, is that query's subscription's.
+  // A consumer serves one query (its checkpoint): what it fetched ahead, or still has in its buffer, is
+  // that query's subscription's. The pool times it by the lock (LockBudget.idleCloseMs).
   val consumerKey: ConsumerKey = ConsumerKey(
     options.groupId,
     settings.clientSettings,
-    settings.lockDurationMs / 2,
+    settings.locks,
     subscription = KafkaShareTable.describe(options.subscription),
     query = checkpointDir,
     renewIdle = settings.features.renew.available

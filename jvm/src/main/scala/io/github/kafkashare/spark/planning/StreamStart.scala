@@ -5,7 +5,7 @@ import io.github.kafkashare.spark.errors.ShareSourceErrors
 import io.github.kafkashare.spark.metrics.QueryTotals
 import io.github.kafkashare.spark.offsets.{AcquisitionLog, DecisionLog, SerializableHadoopConf}
 import io.github.kafkashare.spark.offsets.store.CheckpointStore
-import io.github.kafkashare.spark.options.{AcknowledgmentMode, ShareSourceOptions}
+import io.github.kafkashare.spark.options.{AcknowledgmentMode, LockBudget, ShareSourceOptions}
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.Path
 import org.apache.spark.internal.Logging
@@ -168,4 +168,6 @@ final case class StreamSettings(
     initialDeliveryLimit: Option[Int],
     features: BrokerFeatures,
     clientSettings: Map[String, String]
-)
+) {
+  def locks: LockBudget = LockBudget(lockDurationMs)
+}

@@ -9,8 +9,8 @@ private[reader] object CommitHold {
 
   /** `lockAgeMs`: how long ago the held records were fetched (a carry's or the client's buffer's locks started then). */
   def handOver(partition: KafkaShareInputPartition, consumer: PooledShareConsumer, lockAgeMs: Long): Unit = {
-    val renewal    = if (partition.renewLocks) Some(CommitWatcher.Renewal(partition.lockDurationMs)) else None
-    val lockLeftMs = renewal.fold((partition.lockDurationMs * 0.8).toLong)(_.everyMs) - lockAgeMs
+    val renewal    = if (partition.renewLocks) Some(CommitWatcher.Renewal(partition.locks)) else None
+    val lockLeftMs = renewal.fold(partition.locks.unrenewedHoldMs)(_.everyMs) - lockAgeMs
     CommitWatcher.holdUntilCommitted(
       consumer,
       new Path(partition.commitFile),

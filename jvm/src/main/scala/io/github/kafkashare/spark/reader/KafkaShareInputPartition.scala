@@ -10,7 +10,7 @@ import io.github.kafkashare.spark.offsets.{
   SourceMarkers,
   TopicPartitionRanges
 }
-import io.github.kafkashare.spark.options.{Decision, ExactlyOnceStrategy, PoisonPolicy}
+import io.github.kafkashare.spark.options.{Decision, ExactlyOnceStrategy, LockBudget, PoisonPolicy}
 import org.apache.spark.sql.connector.read.InputPartition
 
 /**
@@ -56,6 +56,9 @@ final case class KafkaShareInputPartition(
     realTime: Boolean = false,
     handedOver: HandedOver = HandedOver.none
 ) extends InputPartition {
+
+  /** What the task times by its records' lock. */
+  private[reader] def locks: LockBudget = LockBudget(lockDurationMs)
 
   /** What a poll of this task is judged by ([[PollClassification]]), with `shareLeft` records still to emit. */
   private[reader] def pollLimits(shareLeft: Long, maxPollRecords: Int): PollClassification.Limits = PollClassification.Limits(

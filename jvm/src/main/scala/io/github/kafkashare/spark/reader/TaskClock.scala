@@ -19,11 +19,8 @@ private[reader] final class TaskClock(partition: KafkaShareInputPartition) {
 
   def lockUsedPercent(polledAt: Long): Long = lockAgeMs(polledAt) * 100 / partition.lockDurationMs
 
-  /**
-   * The oldest acquisition this task still pins. Acknowledging right away needs little of the lock;
-   * holding until the batch commits needs the rest of the batch, and the commit watcher ACCEPTs at 80%.
-   */
-  def pinnableLockAgeMs: Long = (partition.lockDurationMs * (if (partition.holdUntilCommit) 0.6 else 0.8)).toLong
+  /** The oldest acquisition this task still pins ([[io.github.kafkashare.spark.options.LockBudget]]). */
+  def pinnableLockAgeMs: Long = partition.locks.pinnableAgeMs(partition.holdUntilCommit)
 
   def lockSpent(polledAt: Long): Boolean = lockAgeMs(polledAt) > pinnableLockAgeMs
 

@@ -9,6 +9,7 @@ import io.github.kafkashare.spark.offsets.{SerializableHadoopConf, SourceMarkers
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.Path
 import org.scalatest.funsuite.AnyFunSuite
+import io.github.kafkashare.spark.options.LockBudget
 
 /**
  * When a hold ends, with a clock the test moves. The consumers hold no record (they never poll, and
@@ -26,7 +27,13 @@ class CommitWatcherSuite extends AnyFunSuite {
     val markers = new SourceMarkers(dir.resolve("source").toString, conf)
     val commit  = new Path(dir.resolve("commits").resolve("7").toUri)
     val key =
-      ConsumerKey(s"watcher-suite-${UUID.randomUUID}", Map("bootstrap.servers" -> "127.0.0.1:1"), 60000L, "subscribe=t", dir.toString)
+      ConsumerKey(
+        s"watcher-suite-${UUID.randomUUID}",
+        Map("bootstrap.servers" -> "127.0.0.1:1"),
+        LockBudget(120000L),
+        "subscribe=t",
+        dir.toString
+      )
     val consumer = pool.borrow(key)
     watcher.holdUntilCommitted(
       consumer,
@@ -73,7 +80,7 @@ class CommitWatcherSuite extends AnyFunSuite {
   }
 
   test("a query's stopped marker ends its hold within a second, renewed or not, and closes the consumer") {
-    for (renewal <- Seq(None, Some(CommitWatcher.Renewal(60000L)))) {
+    for (renewal <- Seq(None, Some(CommitWatcher.Renewal(LockBudget(60000L))))) {
       val f = new Fixture(renewal)
       f.watcher.checkHolds()
       assert(f.watcher.holding == 1)

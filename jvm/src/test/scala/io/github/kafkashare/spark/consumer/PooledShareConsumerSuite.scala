@@ -5,7 +5,7 @@ import java.util.Optional
 
 import scala.collection.mutable
 
-import io.github.kafkashare.spark.options.Decision
+import io.github.kafkashare.spark.options.{Decision, LockBudget}
 import org.apache.kafka.clients.consumer.{AcknowledgeType, ConsumerRecord, ConsumerRecords, MockShareConsumer}
 import org.apache.kafka.common.TopicIdPartition
 import org.apache.kafka.common.header.internals.RecordHeaders
@@ -60,7 +60,7 @@ class PooledShareConsumerSuite extends AnyFunSuite {
 
   private def consumerWith(records: Seq[ConsumerRecord[Array[Byte], Array[Byte]]]): (PooledShareConsumer, Recording) = {
     val mock = new Recording(records)
-    val key  = ConsumerKey("mock-group", Map("max.poll.records" -> "10"), 60000L, "subscribe=orders", "/tmp/checkpoint")
+    val key  = ConsumerKey("mock-group", Map("max.poll.records" -> "10"), LockBudget(120000L), "subscribe=orders", "/tmp/checkpoint")
     (new PooledShareConsumer(key, _ => mock), mock)
   }
 

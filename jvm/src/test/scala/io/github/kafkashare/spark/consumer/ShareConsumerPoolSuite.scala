@@ -1,18 +1,28 @@
 package io.github.kafkashare.spark.consumer
 
+import java.time.Duration
 import java.util.UUID
+import java.util.concurrent.{CountDownLatch, TimeUnit}
 
 import io.github.kafkashare.spark.UnitTestDirs
 import io.github.kafkashare.spark.offsets.{AcquisitionLog, SerializableHadoopConf, SourceMarkers}
 import org.apache.hadoop.conf.Configuration
+import org.apache.kafka.clients.consumer.{ConsumerRecords, MockShareConsumer}
 import org.scalatest.funsuite.AnyFunSuite
+import io.github.kafkashare.spark.options.LockBudget
 
 /** The pool's reuse rules. A share consumer connects only when it polls, so no broker is needed. */
 class ShareConsumerPoolSuite extends AnyFunSuite {
 
   // Nothing listens on port 1: these consumers never poll.
   private def freshKey() =
-    ConsumerKey(s"pool-suite-${UUID.randomUUID}", Map("bootstrap.servers" -> "127.0.0.1:1"), 60000L, "subscribe=t", "/tmp/checkpoint")
+    ConsumerKey(
+      s"pool-suite-${UUID.randomUUID}",
+      Map("bootstrap.servers" -> "127.0.0.1:1"),
+      LockBudget(120000L),
+      "subscribe=t",
+      "/tmp/checkpoint"
+    )
 
   test("a consumer given back is handed out again; only the first borrow creates one") {
     val key   = freshKey()
@@ -76,9 +86,9 @@ class ShareConsumerPoolSuite extends AnyFunSuite {
     (new ShareConsumerPool(clock, new PooledShareConsumer(_)), clock)
   }
 
-  test("a consumer idle longer than its key's idleCloseMs is closed by the evictor, and one idle less is kept") {
+  test("a consumer idle longer than its key's locks.idleCloseMs is closed by the evictor, and one idle less is kept") {
     val (pool, clock) = poolWithClock()
-    val key           = freshKey().copy(idleCloseMs = 1000L)
+    val key           = freshKey().copy(locks = LockBudget(2000L))
     val first         = pool.borrow(key)
     pool.giveBack(first)
     clock.advanceMs(999)
@@ -95,6 +105,38 @@ class ShareConsumerPoolSuite extends AnyFunSuite {
       assert(after ne first)
       assert(after.newlyCreated)
     } finally pool.discard(after)
+  }
+
+  test("a borrower waits for a consumer the evictor has out to collect what its client fetched, instead of creating one") {
+    // A bench run saw it: the next batch's tasks found the queue empty during the evictor's collect, opened
+    // four consumers, waited 12 s for their assignment, and the four they replaced kept their partitions.
+    val entered, release = new CountDownLatch(1)
+    val task             = Thread.currentThread
+    // Polls of the evictor's thread (its collect) wait until released.
+    final class CollectWaits extends MockShareConsumer[Array[Byte], Array[Byte]] {
+      override def poll(timeout: Duration): ConsumerRecords[Array[Byte], Array[Byte]] = {
+        if (Thread.currentThread ne task) { entered.countDown(); release.await(5, TimeUnit.SECONDS) }
+        super.poll(timeout)
+      }
+    }
+    @volatile var opened = 0
+    val pool             = new ShareConsumerPool(new ManualClock, k => { opened += 1; new PooledShareConsumer(k, _ => new CollectWaits) })
+    val key              = freshKey()
+    val (markers, log)   = queryFiles()
+    val first            = pool.borrow(key)
+    pool.watch(key, markers, log)
+    assert(first.poll(Seq("t"), 10, waitForJoin = false).records.isEmpty && first.stillFetching, "an empty poll leaves the client fetching")
+    pool.giveBack(first)
+    val evictor = new Thread(() => pool.evictIdle())
+    evictor.start()
+    assert(entered.await(5, TimeUnit.SECONDS), "the evictor did not collect from the idle consumer")
+    val releaser = new Thread(() => { Thread.sleep(200); release.countDown() })
+    releaser.start()
+    val borrowed = pool.borrow(key)
+    evictor.join()
+    releaser.join()
+    try assert((borrowed eq first) && opened == 1, s"a new consumer was opened ($opened in all) while the idle one was with the evictor")
+    finally pool.discard(borrowed)
   }
 
   /** A pool with one query, watched through its markers, and the consumer its first task borrowed. */
@@ -138,7 +180,7 @@ class ShareConsumerPoolSuite extends AnyFunSuite {
 
   test("a running query whose consumers were all closed is forgotten, and watched again by its next read task") {
     val (pool, clock)  = poolWithClock()
-    val key            = freshKey().copy(idleCloseMs = 1000L)
+    val key            = freshKey().copy(locks = LockBudget(2000L))
     val (markers, log) = queryFiles()
     pool.watch(key, markers, log)
     pool.giveBack(pool.borrow(key))

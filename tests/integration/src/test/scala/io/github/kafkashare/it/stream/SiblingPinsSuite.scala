@@ -6,7 +6,7 @@ import io.github.kafkashare.spark.consumer.{ConsumerKey, ShareConsumerPool}
 import io.github.kafkashare.spark.metrics.{QueryTotals, ShareSourceMetrics}
 import io.github.kafkashare.spark.offsets.{AcquisitionEntry, AcquisitionLog, DecisionLog, SerializableHadoopConf, SourceMarkers}
 import io.github.kafkashare.spark.offsets.TopicPartitionRanges
-import io.github.kafkashare.spark.options.{ExactlyOnceStrategy, OptionDeclarations}
+import io.github.kafkashare.spark.options.{ExactlyOnceStrategy, LockBudget, OptionDeclarations}
 import io.github.kafkashare.spark.reader.{KafkaShareInputPartition, KafkaShareReaderFactory}
 import io.github.kafkashare.testkit.ReceivedRecord
 import org.apache.hadoop.conf.Configuration
@@ -90,7 +90,7 @@ class SiblingPinsSuite extends ShareStreamTest {
     pinned = TopicPartitionRanges.empty,
     maxRecords = 1000,
     strategy = strategy,
-    consumerKey = ConsumerKey(group, Map("bootstrap.servers" -> bootstrap), 7500, topic, checkpoint),
+    consumerKey = ConsumerKey(group, Map("bootstrap.servers" -> bootstrap), LockBudget(15000), topic, checkpoint),
     pollTimeoutMs = OptionDeclarations.DefaultPollTimeoutMs,
     readDurationMs = 2000,
     lockDurationMs = 15000,

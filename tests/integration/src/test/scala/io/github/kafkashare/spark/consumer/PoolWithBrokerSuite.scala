@@ -11,6 +11,7 @@ import org.scalatest.funsuite.AnyFunSuite
 
 import io.github.kafkashare.it.stream.SharedBrokers
 import io.github.kafkashare.testkit.KafkaTestOps
+import io.github.kafkashare.spark.options.LockBudget
 
 /**
  * The pool with consumers that really hold records (a real broker): what it does with records a
@@ -39,12 +40,12 @@ class PoolWithBrokerSuite extends AnyFunSuite {
     ConsumerKey(
       group,
       Map("bootstrap.servers" -> broker.bootstrapServers, "max.poll.records" -> maxPollRecords.toString),
-      idleCloseMs = 3000L,
+      locks = LockBudget(6000L),
       subscription = s"subscribe=$topic",
       query = s"/tmp/pool-suite-$topic"
     )
 
-  test("a carry older than idleCloseMs is RELEASEd to the group, and its consumer kept with its membership") {
+  test("a carry older than locks.idleCloseMs is RELEASEd to the group, and its consumer kept with its membership") {
     val (topic, group) = freshTopic(records = 100)
     val pool           = new ShareConsumerPool(Clock.System, new PooledShareConsumer(_))
     val k              = key(group, topic, maxPollRecords = 500)
@@ -58,7 +59,7 @@ class PoolWithBrokerSuite extends AnyFunSuite {
       consumer.commit()
       pool.giveBack(consumer)
 
-      Thread.sleep(k.idleCloseMs + 200)
+      Thread.sleep(k.locks.idleCloseMs + 200)
       pool.evictIdle()
       assert(pool.idleCount(k) == 1, "the consumer was closed: what its client had fetched ahead went back too")
       assert(consumer.carrying == 0, "the aged carry was not released")
@@ -72,7 +73,7 @@ class PoolWithBrokerSuite extends AnyFunSuite {
     val (topic, group) = freshTopic(records = 100)
     val pool           = new ShareConsumerPool(Clock.System, new PooledShareConsumer(_))
     // Long enough that a loaded machine gets from the poll to the first eviction within two locks.
-    val k        = key(group, topic, maxPollRecords = 500).copy(idleCloseMs = 1500L)
+    val k        = key(group, topic, maxPollRecords = 500).copy(locks = LockBudget(3000L))
     val consumer = pool.borrow(k)
     try {
       val polled = consumer.poll(Seq(topic), 30000L)
@@ -80,11 +81,11 @@ class PoolWithBrokerSuite extends AnyFunSuite {
       consumer.lastDeliveryAttempt = 1 // as a group whose limit is 1 would have it: every record on its last attempt
       consumer.carry(polled.records, polled.acquiredAtNanos)
       pool.giveBack(consumer)
-      Thread.sleep(k.idleCloseMs + 200)
+      Thread.sleep(k.locks.idleCloseMs + 200)
       pool.evictIdle()
       assert(consumer.carrying == polled.records.size, "records on their last attempt were released: the broker archives them")
       assert(pool.idleCount(k) == 1)
-      Thread.sleep(3 * k.idleCloseMs) // past two locks (four times idleCloseMs) since the records were acquired
+      Thread.sleep(3 * k.locks.idleCloseMs) // past two locks (four times idleCloseMs) since the records were acquired
       pool.evictIdle()
       assert(consumer.carrying == 0, "a carry no batch took in two locks is kept forever")
     } finally pool.closeAll()
@@ -146,13 +147,13 @@ class PoolWithBrokerSuite extends AnyFunSuite {
       pool.giveBack(consumer)
       // The source's next batch started (Spark's ids skip where it ran nothing): it may still take the carry.
       Seq(2L, 3L, 7L).foreach(b => log.writeIfAbsent(b, 0, AcquisitionEntry.empty))
-      Thread.sleep(k.idleCloseMs + 300)
+      Thread.sleep(k.locks.idleCloseMs + 300)
       pool.evictIdle()
       assert(pool.idleCount(k) == 1, "closed while the query's next batch could still take what it carries")
       assert(consumer.carrying == polled.records.size, "the carry was not renewed")
 
       log.writeIfAbsent(12, 0, AcquisitionEntry.empty) // batch 7 ran to its end without it
-      Thread.sleep(k.idleCloseMs + 300)
+      Thread.sleep(k.locks.idleCloseMs + 300)
       pool.evictIdle()
       assert(pool.idleCount(k) == 0, "kept: a member holding records, and partitions, that no read task polls")
       // Closed, it left the group: another member gets every record, the carried ones and any its client held.
@@ -170,10 +171,10 @@ class PoolWithBrokerSuite extends AnyFunSuite {
       consumer.carry(polled.records, polled.acquiredAtNanos)
       pool.giveBack(consumer)
       Seq(4L, 5L).foreach(b => log.writeIfAbsent(b, 0, AcquisitionEntry.empty))
-      Thread.sleep(k.idleCloseMs + 200)
+      Thread.sleep(k.locks.idleCloseMs + 200)
       pool.evictIdle()
       assert(pool.idleCount(k) == 1 && consumer.carrying == polled.records.size, "closed with records on their last attempt")
-      Thread.sleep(3 * k.idleCloseMs) // past two locks (four times idleCloseMs) since the records were acquired
+      Thread.sleep(3 * k.locks.idleCloseMs) // past two locks (four times idleCloseMs) since the records were acquired
       pool.evictIdle()
       assert(pool.idleCount(k) == 0, "a consumer its query left behind is kept for ever")
     } finally pool.closeAll()
@@ -192,7 +193,7 @@ class PoolWithBrokerSuite extends AnyFunSuite {
   private def servedBatch3(idleCloseMs: Long, renewIdle: Boolean): ServedBatch3 = {
     val (topic, group) = freshTopic(records = 100)
     val pool           = new ShareConsumerPool(Clock.System, new PooledShareConsumer(_))
-    val k              = key(group, topic, maxPollRecords = 500).copy(idleCloseMs = idleCloseMs, renewIdle = renewIdle)
+    val k              = key(group, topic, maxPollRecords = 500).copy(locks = LockBudget(2 * idleCloseMs), renewIdle = renewIdle)
     val (markers, log) = queryFiles()
     pool.watch(k, markers, log)
     val consumer = pool.borrow(k)
