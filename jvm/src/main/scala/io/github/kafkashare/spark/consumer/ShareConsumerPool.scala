@@ -21,7 +21,7 @@ import org.apache.spark.internal.Logging
  *  - `discard` closes it (after an error that may have left it in an unknown state).
  *  - A consumer that holds records for a two-phase commit is with the [[io.github.kafkashare.spark.ack.CommitWatcher]],
  *    not in the pool, until its batch commits (`expectBack`); a borrower finding no idle consumer
- *    waits a moment for such a one rather than create a new one.
+ *    waits a moment for such a one rather than create a new one, and so for one the evictor has out.
  *  - Records a consumer acquired and no batch took (its carry, its client's buffer, what its client
  *    fetched while it waited here) stay locked to it, invisible to the rest of the group, until it
  *    polls again or closes; closing gives them back and spends a delivery attempt of each, so a record
