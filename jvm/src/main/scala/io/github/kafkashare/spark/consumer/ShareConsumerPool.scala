@@ -68,7 +68,7 @@ final class ShareConsumerPool(clock: Clock, open: ConsumerKey => PooledShareCons
     // more (it joins the group and waits seconds for an assignment, while the one it replaces keeps its
     // partitions), so wait for one to come back.
     val waitUntil = System.nanoTime + TimeUnit.MILLISECONDS.toNanos(math.min(MaxWaitForHeldMs, key.locks.heldConsumerWaitMs))
-    while (found == null && (heldCount(key) > 0 || count(withEvictor, key) > 0) && System.nanoTime < waitUntil) {
+    while (found == null && (count(held, key) > 0 || count(withEvictor, key) > 0) && System.nanoTime < waitUntil) {
       Thread.sleep(10)
       found = takeIdle(key)
     }
@@ -167,8 +167,6 @@ final class ShareConsumerPool(clock: Clock, open: ConsumerKey => PooledShareCons
 
   // Consumers a commit watcher holds, per key: they come back to the pool (or are discarded) soon.
   private val held = new ConcurrentHashMap[ConsumerKey, AtomicLong]()
-
-  private def heldCount(key: ConsumerKey): Long = count(held, key)
 
   /** `consumer` is out with a commit watcher and will come back through giveBack or discard. */
   def expectBack(consumer: PooledShareConsumer): Unit = {
@@ -312,14 +310,13 @@ final class ShareConsumerPool(clock: Clock, open: ConsumerKey => PooledShareCons
    * after it borrows; if a borrow came while the markers were being removed, they are put back.
    */
   private def forgetUnused(): Unit = markersOf.asScala.toList.foreach { case (key, markers) =>
-    def counted(counts: ConcurrentHashMap[ConsumerKey, AtomicLong]) = Option(counts.get(key)).fold(0L)(_.get)
     // Counts first: a consumer given back is in its queue before it stops being counted.
-    if (counted(lentOut) == 0 && counted(held) == 0 && idle.computeIfPresent(key, (_, q) => if (q.isEmpty) null else q) == null) {
+    if (count(lentOut, key) == 0 && count(held, key) == 0 && idle.computeIfPresent(key, (_, q) => if (q.isEmpty) null else q) == null) {
       markersOf.remove(key, markers)
       lentOut.computeIfPresent(key, (_, count) => if (count.get == 0) null else count)
       held.computeIfPresent(key, (_, count) => if (count.get == 0) null else count)
       withEvictor.computeIfPresent(key, (_, count) => if (count.get == 0) null else count)
-      if (counted(lentOut) > 0) markersOf.putIfAbsent(key, markers)
+      if (count(lentOut, key) > 0) markersOf.putIfAbsent(key, markers)
     }
   }
 

@@ -20,7 +20,7 @@ private[reader] final class TaskClock(partition: KafkaShareInputPartition) {
   def lockUsedPercent(polledAt: Long): Long = lockAgeMs(polledAt) * 100 / partition.lockDurationMs
 
   /** The oldest acquisition this task still pins ([[io.github.kafkashare.spark.options.LockBudget]]). */
-  def pinnableLockAgeMs: Long = partition.locks.pinnableAgeMs(partition.holdUntilCommit)
+  val pinnableLockAgeMs: Long = partition.locks.pinnableAgeMs(partition.holdUntilCommit)
 
   def lockSpent(polledAt: Long): Boolean = lockAgeMs(polledAt) > pinnableLockAgeMs
 
