@@ -7,7 +7,7 @@ import scala.util.control.NonFatal
 
 import io.github.kafkashare.spark.ack.{CommitWatcher, ExplicitQueries}
 import io.github.kafkashare.spark.consumer.{ShareConsumerPool, Uninterrupted}
-import io.github.kafkashare.spark.metrics.{Backlog, QueryTotals, ShareSourceMetrics}
+import io.github.kafkashare.spark.metrics.{QueryTotals, ShareSourceMetrics}
 import io.github.kafkashare.spark.monitoring.ProgressGauges
 import io.github.kafkashare.spark.offsets._
 import io.github.kafkashare.spark.options.ShareSourceOptions
@@ -40,8 +40,8 @@ import org.apache.spark.sql.connector.read.streaming._
  * commit log uses. Spark also runs batches this source takes no part in (no-data batches of stateful
  * queries, batches where only another source of the query moved), so the ids have gaps.
  *
- * Spark's real-time mode (4.1+) plans batches differently ([[RealTimeBatches]]): the subclass in
- * jvm/realtime/, built against Spark 4.1, mixes in Spark's interfaces and calls the `realTime` methods.
+ * Spark's real-time mode (4.1+) shares the planning step ([[BatchPlanning]]): the subclass in jvm/realtime/,
+ * built against Spark 4.1, mixes in Spark's interfaces and plans its batches with [[realTimePlanning]].
  */
 class KafkaShareMicroBatchStream(
     options: ShareSourceOptions,
@@ -66,9 +66,7 @@ class KafkaShareMicroBatchStream(
   // offset log without asking latestOffset first, and that batch can be stopped too.
   stopWatch.noteStreamThread()
   private val sparkBatchIds = new SparkBatchIds(new Path(queryRoot, "offsets"), hadoopConf)
-  private val previous      = new PreviousBatches(acquisitions, decisions, options.mode)
-  private val identity      = new OffsetIdentity(options, cluster, acquisitions)
-  private val deliveryLimit = new DeliveryLimitWatch(cluster, settings.initialDeliveryLimit, totals)
+  private val planning      = new BatchPlanning(options, cluster, settings, acquisitions, decisions, totals)
   private val readTasks =
     new ReadTaskPlanner(
       options,
@@ -79,19 +77,11 @@ class KafkaShareMicroBatchStream(
     )
   private val phaseTwo = new PhaseTwoWait(acquisitions, markers, commitLogDir, settings.locks, readTasks.renewLocks)
 
-  // The topics of the last planned batch: its read tasks subscribe to them.
-  private var topics      = cluster.resolveTopics()
   private var plannedEnds = Map.empty[(String, Int), Long]
-  private var plannedAt   = System.nanoTime
   // The offset latestOffset returned last: planInputPartitions of any other end is a re-run of a
   // batch planned before (after a restart), whose identity is checked against the cluster again.
   private var lastPlanned = Option.empty[ShareSourceOffset]
-  private val backlog     = new BacklogHistory
-  private val backlogAge  = new BacklogAge(cluster.recordTimestamps)
-  // The group's start offsets of the partitions with a backlog, at the last look: where backlogAge reads.
-  private var oldestHeld     = Map.empty[(String, Int), Long]
-  private var probeWaitMs    = lockDurationMs
-  private var lastBatchStats = BatchStats(0, 0, 0)
+  private var probeWaitMs = lockDurationMs
   // Trigger.AvailableNow: the end offset of every partition when the query started.
   private var availableNowEnds: Option[Map[(String, Int), Long]] = None
   private var emptyBatchesInARow                                 = 0
@@ -112,16 +102,17 @@ class KafkaShareMicroBatchStream(
 
   override def latestOffset(startOffset: Offset, limit: ReadLimit): Offset = {
     stopWatch.noteStreamThread()
-    // Real time: Spark asks before every batch, for its progress only; the batch's end comes from its tasks.
-    if (realTime.nonEmpty) return startOffset
+    nextOffset(startOffset)
+  }
+
+  /** The end of the next batch after `startOffset`, or the start where no batch is to run. */
+  protected def nextOffset(startOffset: Offset): Offset = {
     val start               = ShareSourceOffset.of(startOffset)
-    val (entries, released) = previous.of(start)
+    val (entries, released) = planning.previousOf(start)
     noteLastBatch(start, entries)
-    deliveryLimit.warnOfLastAttempts()
-    topics = cluster.resolveTopics()
-    if (topics.isEmpty) return waitForTopic(start)
+    if (planning.topics.isEmpty) return waitForTopic(start)
     saidNoTopic = false
-    val Looked(ends, startOffsets, pinned, now) = look(start, entries, released)
+    val Looked(ends, startOffsets, pinned, now) = planning.look(start, entries, released)
 
     val decision = BatchDecision.decide(
       BatchDecision.Inputs(
@@ -130,11 +121,11 @@ class KafkaShareMicroBatchStream(
         startOffsets,
         pinned,
         firstRun = start.batch < 0 || plannedEnds.isEmpty,
-        gotSome = lastBatchStats.records > 0,
+        gotSome = planning.lastBatch.records > 0,
         // An executor's idle consumer acquired records (records came back to the group after the last
         // batch got nothing): they are locked to it, and only a batch takes them before the lock runs out.
         fetchedWhileIdle = markers.takeFetchedWhileIdle(),
-        sinceLastPlanMs = (System.nanoTime - plannedAt) / 1000000L,
+        sinceLastPlanMs = (System.nanoTime - planning.plannedAt) / 1000000L,
         probeWaitMs,
         availableNowEnds.map(_ -> emptyBatchesInARow)
       )
@@ -147,27 +138,6 @@ class KafkaShareMicroBatchStream(
     plan(start, ends, pinned, now.ids)
   }
 
-  /** What a batch after `start` must not emit again, and where the topics end (the backlog noted). */
-  private def look(start: ShareSourceOffset, entries: Seq[AcquisitionEntry], released: TopicPartitionRanges): Looked = {
-    identity.check(start)
-    val now          = cluster.topicsNow(topics)
-    val ends         = now.ends
-    val groupOffsets = cluster.groupOffsets()
-    val startOffsets = groupOffsets.map { case (tp, o) => tp -> o.start }
-    val pinned = identity.withoutRecreatedTopics(
-      AcquisitionEntry.offsetsOf(entries, start.pinned).minus(released).dropBelow(startOffsets),
-      start,
-      now.ids
-    )
-    val available =
-      if (settings.features.brokerLag.available) Backlog.fromBroker(ends, groupOffsets.map { case (tp, o) => tp -> o.brokerLag })
-      else Backlog.of(ends, startOffsets, pinned)
-    backlog.looked(available)
-    oldestHeld = startOffsets.filter { case (tp, _) => available.partitionsWithRecords(tp) }
-    if (oldestHeld.isEmpty) backlogAge.noBacklog()
-    Looked(ends, startOffsets, pinned, now)
-  }
-
   /** The next batch's end offset: what it must not emit again, and whose it is. */
   private def plan(
       start: ShareSourceOffset,
@@ -176,103 +146,32 @@ class KafkaShareMicroBatchStream(
       ids: Map[String, String]
   ): Offset = {
     plannedEnds = ends
-    plannedAt = System.nanoTime
-    backlog.planned()
-    backlogAge.planned(oldestHeld)
-    totals.resetLastBatch()
-    deliveryLimit.refresh()
-    // The ids of topics still pinned stay recorded while they are gone (a pattern's topic deleted):
-    // when one comes back under its name, the new id tells its records from the pinned ones.
-    val keptIds = start.topicIds.filter { case (t, _) => pinned.byPartition.keysIterator.exists(_._1 == t) } ++ ids
+    val keptIds = planning.planned(start, pinned, ids)
     val batch   = sparkBatchIds.next()
-    lastPlanned = Some(ShareSourceOffset(batch, tasksOf(batch), pinned, identity.clusterId, options.groupId, keptIds))
+    lastPlanned = Some(ShareSourceOffset(batch, readTasks.countFor(batch), pinned, planning.identity.clusterId, options.groupId, keptIds))
     lastPlanned.get
   }
 
-  private var firstPlan = true
-
-  /**
-   * The read tasks of a new batch: the parallelism, or more for the first batch planned after a restart
-   * whose id a real-time run used without committing (the trigger changed since): that run's log tasks
-   * can go past the parallelism, and each must be replayed by a task of the batch, and counted pinned after it.
-   */
-  private def tasksOf(batch: Long): Int = {
-    // One look-up first: the folder of a batch about to be planned exists only after such a run.
-    val leftover =
-      if (firstPlan && acquisitions.hasBatch(batch)) acquisitions.partNames(batch).map(_._1).maxOption.fold(0)(_ + 1) else 0
-    firstPlan = false
-    math.max(settings.parallelism, leftover)
-  }
-
-  // Spark's real-time mode, once Spark said so (before the first batch).
-  private var realTime = Option.empty[RealTimeBatches]
-
-  /** Real time: checks what this query asks against what real time can hold, then plans batches that way. */
-  protected def enterRealTime(): Unit = {
-    RealTimeBatches.check(options, settings.parallelism, SparkSession.active)
-    realTime = Some(new RealTimeBatches(options.groupId, settings.parallelism, acquisitions))
-    logInfo(s"kafka-share: group '${options.groupId}': Spark's real-time mode, ${settings.parallelism} read tasks " +
-      "polling for the whole of each batch")
-  }
-
-  /** Real time: the read tasks of the batch Spark runs now, from `startOffset` (it knows no end yet). */
-  protected def realTimePartitions(startOffset: Offset): Array[InputPartition] = {
-    val batches = realTime.getOrElse(throw new IllegalStateException("real-time partitions before real-time mode"))
-    val began   = System.nanoTime
-    val start   = ShareSourceOffset.of(startOffset)
-    val batch   = RealTimeBatches.sparkBatchId().getOrElse(sparkBatchIds.next())
-    // Spark may plan a batch's scan more than once: the same tasks each time (the log is the same until they run).
-    realTimePlanned match {
-      case Some((planned, partitions)) if planned == (batch, start) => return partitions
-      case _                                                        =>
-    }
-    val (entries, released) = previous.of(start)
-    deliveryLimit.warnOfLastAttempts()
-    topics = cluster.resolveTopics()
-    // A pattern that matches nothing yet: the tasks wait out the batch (a topic may appear by the next).
-    val looked = if (topics.isEmpty) None else Some(look(start, entries, released))
-    if (looked.isEmpty) { backlog.looked(Backlog.none); oldestHeld = Map.empty }
-    val pinned = looked.fold(start.pinned)(_.pinned)
-    backlog.planned()
-    backlogAge.planned(oldestHeld)
-    totals.resetLastBatch()
-    deliveryLimit.refresh()
-    plannedAt = System.nanoTime
-    val ids     = looked.fold(Map.empty[String, String])(_.now.ids)
-    val keptIds = start.topicIds.filter { case (t, _) => pinned.byPartition.keysIterator.exists(_._1 == t) } ++ ids
-    val plan    = batches.plan(start, batch, pinned, identity.clusterId, keptIds)
-    val tasks   = readTasks.realTimeTasks(plan.end.batch, plan.firstTask, pinned, topics, deliveryLimit.current, plan.work)
-    realTimePlanned = Some(((batch, start), tasks))
-    logInfo(s"kafka-share: real-time batch $batch planned in ${(System.nanoTime - began) / 1000000L} ms")
-    tasks
-  }
-
-  private var realTimePlanned = Option.empty[((Long, ShareSourceOffset), Array[InputPartition])]
-
-  /** Real time: the end of the batch that ran, from its tasks' ends (Spark writes it to its offset log). */
-  protected def realTimeEnd(taskEnds: Array[PartitionOffset]): Offset = {
-    val batches = realTime.getOrElse(throw new IllegalStateException("real-time end before real-time mode"))
-    val ended   = batches.end(taskEnds.toSeq)
-    lastBatchStats = BatchStats(ended.batch, batches.lastPinned, 0)
-    ended
-  }
+  /** Real time (the subclass): the planning of its batches, from this stream's logs and planning step. */
+  protected def realTimePlanning(): RealTimePlanning =
+    new RealTimePlanning(options, settings.parallelism, acquisitions, planning, readTasks, sparkBatchIds)
 
   /** Figures of the batch before `start`, once per batch: the empty batches in a row, a batch slower than its locks. */
   private def noteLastBatch(start: ShareSourceOffset, entries: Seq[AcquisitionEntry]): Unit = {
     val stats = BatchStats(start.batch, entries.map(_.recordCount).sum, entries.flatMap(_.runs).map(_.deliveryCount).maxOption.getOrElse(0))
-    if (stats != lastBatchStats) {
+    if (stats != planning.lastBatch) {
       // A new batch of this source ran since the last call (not just another trigger of a query
       // whose other sources moved, or an idle one): said once per batch.
       emptyBatchesInARow = if (stats.records > 0) 0 else emptyBatchesInARow + 1
-      lastBatchStats = stats
-      val batchMs = (System.nanoTime - plannedAt) / 1000000L
+      planning.lastBatch = stats
+      val batchMs = (System.nanoTime - planning.plannedAt) / 1000000L
       if (options.holdsUntilCommit && !readTasks.renewLocks && start.batch >= 0 && batchMs > settings.locks.unrenewedHoldMs)
         logWarning(s"kafka-share: batch ${start.batch} took $batchMs ms, more than 80% of the lock duration " +
           s"($lockDurationMs ms) for which ${if (explicit.nonEmpty) "explicit acknowledgement" else "two-phase-commit"} holds " +
           "records. Raise the group's share.record.lock.duration.ms " +
           "(docs/guide/operating.md) or make batches smaller (maxRecordsPerTrigger)")
     }
-    if (lastBatchStats.records > 0) probeWaitMs = lockDurationMs
+    if (planning.lastBatch.records > 0) probeWaitMs = lockDurationMs
   }
 
   /**
@@ -283,24 +182,19 @@ class KafkaShareMicroBatchStream(
     if (!saidNoTopic) logInfo(s"kafka-share: no topic matches ${KafkaShareTable.describe(options.subscription)} yet; " +
       "waiting for one (no batch runs meanwhile)")
     saidNoTopic = true
-    backlog.looked(Backlog.none)
-    oldestHeld = Map.empty
-    backlogAge.noBacklog()
+    planning.noTopic()
     // Before the first batch, no offset at all: Spark takes even the initial offset for new data.
     if (start.batch < 0) null else start
   }
 
   override def planInputPartitions(start: Offset, end: Offset): Array[InputPartition] = {
     val batchEnd = ShareSourceOffset.of(end)
-    if (!lastPlanned.contains(batchEnd)) identity.checkReplayable(batchEnd, topics)
+    if (!lastPlanned.contains(batchEnd)) planning.identity.checkReplayable(batchEnd, planning.topics)
     explicit.foreach(_.runningBatch = batchEnd.batch)
-    readTasks.tasks(batchEnd, topics, deliveryLimit.current, carried = ShareSourceOffset.of(start).unemitted)
+    readTasks.tasks(batchEnd, planning.topics, planning.deliveryLimitNow, carried = ShareSourceOffset.of(start).unemitted)
   }
 
   override def createReaderFactory(): PartitionReaderFactory = KafkaShareReaderFactory
-
-  /** Real time: how Spark's end of a batch is told to the tasks' reader (the subclass's factory). */
-  protected def isRealTime: Boolean = realTime.nonEmpty
 
   override def commit(end: Offset): Unit = {
     // Spark keeps the offset log of the last minBatchesToRetain batches; older batches never re-run.
@@ -312,26 +206,27 @@ class KafkaShareMicroBatchStream(
   }
 
   /** The backlog when the newest batch was planned, for the SQL tab. */
-  def backlogAtPlanning: Long = backlog.atPlanning
+  def backlogAtPlanning: Long = planning.backlogAtPlanning
 
   override def metrics(latestConsumedOffset: util.Optional[Offset]): util.Map[String, String] = {
     val pinnedRanges = if (latestConsumedOffset.isPresent) ShareSourceOffset.of(latestConsumedOffset.get).pinned.rangeCount else 0
+    val last         = planning.lastBatch
     (Map(
-      "lastBatch"                     -> lastBatchStats.batch.toString,
-      "lastBatchRecordsAcquired"      -> lastBatchStats.records.toString,
-      "lastBatchMaxDeliveryCount"     -> lastBatchStats.maxDeliveryCount.toString,
+      "lastBatch"                     -> last.batch.toString,
+      "lastBatchRecordsAcquired"      -> last.records.toString,
+      "lastBatchMaxDeliveryCount"     -> last.maxDeliveryCount.toString,
       "pinnedRanges"                  -> pinnedRanges.toString,
       "parallelism"                   -> settings.parallelism.toString,
       "lockDurationMs"                -> lockDurationMs.toString,
-      "deliveryCountLimit"            -> deliveryLimit.current.fold("-")(_.toString),
-      ShareSourceMetrics.BacklogAgeMs -> backlogAge.current.toString
-    ) ++ backlog.metrics ++ totals.asMetrics ++ totals.lastBatchMetrics).asJava
+      "deliveryCountLimit"            -> planning.deliveryLimitNow.fold("-")(_.toString),
+      ShareSourceMetrics.BacklogAgeMs -> planning.backlogAgeMs.toString
+    ) ++ planning.backlogMetrics ++ totals.asMetrics ++ totals.lastBatchMetrics).asJava
   }
 
   // Spark calls it on the stream thread it interrupted to stop the query: Kafka's clients would refuse to work there.
   override def stop(): Unit = Uninterrupted {
     stopWatch.end()
-    try if (options.holdsUntilCommit) lastPlanned.foreach(phaseTwo.await(_, plannedAt))
+    try if (options.holdsUntilCommit) lastPlanned.foreach(phaseTwo.await(_, planning.plannedAt))
     catch { case NonFatal(e) => logWarning("kafka-share: waiting for the last batch's acknowledgements failed", e) }
     explicit.foreach(ExplicitQueries.unregister)
     // Promise 7, and the hand-over: held records acknowledged (CommitWatcher), what idle consumers fetched
@@ -349,11 +244,3 @@ class KafkaShareMicroBatchStream(
   // The progress names the source by it: the metrics plugin finds this source's figures so (ProgressGauges).
   override def toString: String = s"${ProgressGauges.SourcePrefix}${options.groupId}]"
 }
-
-/** What a look at the cluster found for the batch after a start: ends, the group's start offsets, what is pinned. */
-private final case class Looked(
-    ends: Map[(String, Int), Long],
-    startOffsets: Map[(String, Int), Long],
-    pinned: TopicPartitionRanges,
-    now: TopicsNow
-)

@@ -39,6 +39,21 @@ private[planning] final class ReadTaskPlanner(
   // Held records keep their locks by RENEW for as long as their batch runs, where the cluster can (BrokerFeatures).
   val renewLocks: Boolean = options.holdsUntilCommit && settings.features.renew.available
 
+  private var firstPlan = true
+
+  /**
+   * How many read tasks a new micro-batch gets: the parallelism, or more for the first batch planned after a restart
+   * whose id a real-time run used without committing (the trigger changed since): that run's log tasks
+   * can go past the parallelism, and each must be replayed by a task of the batch, and counted pinned after it.
+   */
+  def countFor(batch: Long): Int = {
+    // One look-up first: the folder of a batch about to be planned exists only after such a run.
+    val leftover =
+      if (firstPlan && logs.acquisitions.hasBatch(batch)) logs.acquisitions.partNames(batch).map(_._1).maxOption.fold(0)(_ + 1) else 0
+    firstPlan = false
+    math.max(settings.parallelism, leftover)
+  }
+
   /**
    * A micro-batch's tasks. `carried`: what the real-time batch it starts from pinned and did not emit (the
    * query ran in real time before), emitted first, by every attempt of the batch alike.

@@ -2,9 +2,7 @@ package io.github.kafkashare.spark.reader
 
 import io.github.kafkashare.spark.ack.CommitWatcher
 import io.github.kafkashare.spark.consumer.PooledShareConsumer
-import io.github.kafkashare.spark.metrics.{AgeHistogram, ShareSourceMetrics => Metrics, TaskCounters}
-import io.github.kafkashare.spark.monitoring.JvmActivity
-import io.github.kafkashare.spark.offsets.AcquisitionEntry
+import io.github.kafkashare.spark.metrics.{ShareSourceMetrics => Metrics}
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.connector.metric.CustomTaskMetric
 import org.apache.spark.sql.connector.read.{PartitionReader, PartitionReaderFactory}
@@ -20,33 +18,25 @@ final class KafkaSharePartitionReader(partition: KafkaShareInputPartition) exten
 
   private type Record = PooledShareConsumer.Record
 
-  private val counters = new TaskCounters
-  private val ages     = new AgeHistogram        // of the records emitted, merged into the batch's at close
-  private val totals   = partition.totals.open() // here, inside the task, so that the task's updates count
+  private var acquisition: Option[PinnedPolls] = None
+  private val task                             = new ReadTaskBase(partition)
   // Held batches are acknowledged after the task that acquired them ended; the next task here reports it.
   locally {
     val late = CommitWatcher.takeCounts(partition.consumerKey)
-    counters.add(Metrics.Accepted, late.accepted); counters.add(Metrics.Released, late.released)
-    counters.add(Metrics.Rejected, late.rejected)
+    task.counters.add(Metrics.Accepted, late.accepted); task.counters.add(Metrics.Released, late.released)
+    task.counters.add(Metrics.Rejected, late.rejected)
   }
-  // Last in the constructor: a reader that failed to build is never closed, and would count for ever.
-  JvmActivity.taskStarted()
-  private var ended                             = false
-  private var acquisition: Option[PinnedPolls]  = None
-  private var replay: Option[ReplayFetcher]     = None
-  private var handedOver: Option[ReplayFetcher] = None
   private lazy val rows: Iterator[InternalRow] = {
     def records =
       if (partition.log.read(partition.batch, partition.task).isDefined) replaySealed()
       else {
-        val polls = new PinnedPolls(partition, counters, () => replaySealed())
+        val polls = new PinnedPolls(partition, task.counters, () => replaySealed(), new BatchBudget(partition.pollTimeoutMs))
         acquisition = Some(polls)
         polls
       }
-    (carried ++ records).map { case (r, count) =>
-      if (r.timestamp >= 0) ages.record(System.currentTimeMillis - r.timestamp)
-      RecordRows.toRow(r, count, partition.includeHeaders)
-    }
+    // What the real-time batch before pinned and did not emit (the query ran in real time before): first, in every attempt.
+    val carried = if (task.carried.isEmpty) Iterator.empty else task.replayOf(task.carried)
+    (carried ++ records).map { case (r, count) => task.row(r, count) }
   }
   private var current: InternalRow = _
 
@@ -56,36 +46,11 @@ final class KafkaSharePartitionReader(partition: KafkaShareInputPartition) exten
 
   override def get(): InternalRow = current
 
-  override def currentMetricsValues(): Array[CustomTaskMetric] = counters.toTaskMetrics
+  override def currentMetricsValues(): Array[CustomTaskMetric] = task.counters.toTaskMetrics
 
-  override def close(): Unit =
-    try acquisition.foreach(_.close())
-    finally
-      try replay.foreach(_.close())
-      finally
-        try handedOver.foreach(_.close())
-        finally {
-          counters.addTo(totals)
-          totals.emittedAges.add(ages)
-          if (!ended) { ended = true; JvmActivity.taskEnded() }
-        }
+  override def close(): Unit = task.close(acquisition.foreach(_.close()))
 
-  /** What the real-time batch before pinned and did not emit (the query ran in real time before): first, in every attempt. */
-  private def carried: Iterator[(Record, Int)] =
-    if (partition.handedOver.carried.isEmpty) Iterator.empty
-    else {
-      val fetcher =
-        new ReplayFetcher(Seq(AcquisitionEntry(partition.handedOver.carried)), partition.consumerKey.params, partition.failOnDataLoss)
-      handedOver = Some(fetcher)
-      fetcher.map { record => counters.add(Metrics.Replayed, 1); record }
-    }
-
-  private def replaySealed(): Iterator[(Record, Int)] = {
-    val parts: Seq[AcquisitionEntry] = partition.log.sealTask(partition.batch, partition.task)
-    val fetcher                      = new ReplayFetcher(parts, partition.consumerKey.params, partition.failOnDataLoss)
-    replay = Some(fetcher)
-    fetcher.map { record => counters.add(Metrics.Replayed, 1); record }
-  }
+  private def replaySealed(): Iterator[(Record, Int)] = task.replayOf(partition.log.sealTask(partition.batch, partition.task))
 }
 
 object KafkaShareReaderFactory extends PartitionReaderFactory {

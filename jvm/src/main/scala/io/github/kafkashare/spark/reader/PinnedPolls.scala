@@ -35,53 +35,44 @@ import org.apache.spark.internal.Logging
  * records belong to this batch, and a retry replays them ([[AcknowledgementPlan]]). A record on its last
  * delivery attempt is never given back for its lock's age ([[PollClassification.pinnableWhenSpent]]).
  *
- * In Spark's real-time mode (`realTimeDeadline`), the task polls on, briefly each time, until Spark's end
- * of the batch: an empty poll does not end it, and neither does a quiet stream. The rows of the part it
- * was emitting when the time came are [[unemitted]]: the next batch emits them.
+ * When it polls again, and how long a poll waits, is its [[PollSchedule]]'s: a micro-batch's budget, or
+ * polls until Spark's deadline for the batch, where the rows of the part the task was emitting when the
+ * time came are [[unemitted]] (the next batch emits them).
  *
  * @param replay what to yield when another attempt of this task pinned part 0 first: its records
- * @param realTimeDeadline real-time mode: when Spark ends the task (System.nanoTime), asked before each poll
  */
 private[reader] final class PinnedPolls(
     partition: KafkaShareInputPartition,
     counters: TaskCounters,
     replay: () => Iterator[(PooledShareConsumer.Record, Int)],
-    realTimeDeadline: Option[() => Long] = None
+    schedule: PollSchedule
 ) extends Iterator[(PooledShareConsumer.Record, Int)] with Logging {
-  import PinnedPolls._
 
   private type Record = PooledShareConsumer.Record
 
   // Spark began to stop the query: what this read acquired would belong to a batch that never commits.
   if (partition.markers.stopping) throw ShareSourceErrors.queryStopped(partition.batch)
-  private val clock    = new TaskClock(partition)
-  private val unpinned = new UnpinnedRecords(partition, counters, clock)
+  private val clock   = new TaskClock(partition)
+  private val sorting = new PollSorting(partition, counters, clock)
   // Borrowed until the task's last part is acknowledged; then null (back in the pool, or held).
   private var consumer: PooledShareConsumer = ShareConsumerPool.borrow(partition.consumerKey)
   ShareConsumerPool.watch(partition.consumerKey, partition.markers, partition.log)
   consumer.lastDeliveryAttempt = partition.deliveryLimit
   consumer.lastBatch = partition.batch
   if (consumer.newlyCreated) counters.add(Metrics.ConsumersCreated, 1)
-  private var part            = 0
-  private var emitted         = 0L
-  private val pinnedElsewhere = new PinnedElsewhere(partition)
-  private var current         = Iterator.empty[(Record, Int)]
+  private var part    = 0
+  private var emitted = 0L
+  private var current = Iterator.empty[(Record, Int)]
   // When a held part went to the commit watcher (0: none): the task's summary is logged at its close.
   private var heldAt = 0L
 
   override def hasNext: Boolean = {
-    while (!current.hasNext && consumer != null && !timeIsUp) current = nextPart()
-    if (!current.hasNext && consumer != null) finish(System.nanoTime) // real time: Spark's end of the batch
+    while (!current.hasNext && consumer != null && !schedule.timeIsUp) current = nextPart()
+    if (!current.hasNext && consumer != null) finish(System.nanoTime) // the schedule's time is up
     current.hasNext
   }
 
-  private val realTime = realTimeDeadline.nonEmpty
-  // Real time: the last poll comes a little before Spark's end, so that its rows are emitted within the batch.
-  private def lastPollBy: Long  = realTimeDeadline.fold(Long.MaxValue)(deadline => deadline() - RealTimeLastPollNanos)
-  private def timeIsUp: Boolean = realTime && System.nanoTime >= lastPollBy
-  private def remainingMs: Long = if (realTime) (lastPollBy - System.nanoTime) / 1000000L else Long.MaxValue
-
-  /** The rows of the last pinned part not emitted yet (real time: Spark ended the task between two of them). */
+  /** The rows of the last pinned part not emitted yet (the schedule's time came between two of them). */
   def unemitted: Seq[(Record, Int)] = { val rest = current.toVector; current = rest.iterator; rest }
 
   /** Whether this attempt wrote the task's part 0 (with records, or empty at its end): the task's records are its own. */
@@ -118,17 +109,17 @@ private[reader] final class PinnedPolls(
     try {
       val poll      = pollOnce()
       val polledAt  = poll.acquiredAtNanos
-      val plan      = classify(poll)
-      val pollAgain = plan.pollAgain || realTime
+      val plan      = sorting.sort(consumer, poll, limits)
+      val pollAgain = plan.pollAgain || schedule.pollsUntilTheEnd
       if (plan.keep.isEmpty && (pollAgain || part > 0)) {
         // Nothing to pin from this poll. Part 0 is written, even empty, only when the task ends, so
         // that a retry replays the same (empty) task instead of polling anew.
         if (pollAgain) consumer.send() else finish(polledAt)
         return Iterator.empty
       }
-      val kept = recheckLocks(plan.keep, polledAt)
+      val kept = sorting.recheckLocks(consumer, plan.keep, polledAt)
       if (kept.isEmpty && plan.keep.nonEmpty) {
-        if (realTime) consumer.send() else finish(polledAt)
+        if (schedule.pollsUntilTheEnd) consumer.send() else finish(polledAt)
         return Iterator.empty
       }
       val pinStart         = System.nanoTime
@@ -151,50 +142,14 @@ private[reader] final class PinnedPolls(
 
   private def pollOnce(): PooledShareConsumer.Polled = {
     val pollStart = System.nanoTime
-    val timeoutMs =
-      if (realTime) math.max(1L, math.min(RealTimePollTimeoutMs, remainingMs))
-      else if (part == 0 && emitted == 0) partition.pollTimeoutMs
-      else math.max(1L, math.min(LaterPollTimeoutMs, clock.budgetLeftMs))
-    // Real time with a pattern that matches no topic yet: a poll returns at once, so wait as a poll would.
-    if (realTime && partition.topics.isEmpty) Thread.sleep(timeoutMs)
-    val poll = consumer.poll(partition.topics, timeoutMs, waitForJoin = !realTime)
+    val timeoutMs = schedule.pollTimeoutMs(first = part == 0 && emitted == 0, clock.budgetLeftMs)
+    // Polling on with no topic (a pattern that matches none yet): a poll returns at once, so wait as a poll would.
+    if (schedule.pollsUntilTheEnd && partition.topics.isEmpty) Thread.sleep(timeoutMs)
+    val poll = consumer.poll(partition.topics, timeoutMs, waitForJoin = schedule.waitsForJoin)
     clock.polls += 1; clock.pollNanos += System.nanoTime - pollStart
     if (!poll.fromCarry) counters.add(Metrics.Acquired, poll.records.size)
     poll
   }
-
-  /** Decides what becomes of each record of the poll (PollClassification) and acknowledges all but those to pin. */
-  private def classify(poll: PooledShareConsumer.Polled): PollClassification.Plan[Record] = {
-    val polledAt = poll.acquiredAtNanos
-    val plan = PollClassification.plan[Record](
-      poll.records,
-      PooledShareConsumer.deliveryCountOf,
-      lockSpent = clock.lockSpent(polledAt),
-      fromCarry = poll.fromCarry,
-      limits,
-      budgetLeft = () => clock.budgetLeftMs > 0,
-      pinnedElsewhere = pinnedElsewhere.split
-    )
-    counters.add(Metrics.MaxDeliveryCount, plan.maxCount)
-    if (!poll.fromCarry && plan.someOnLastAttempt) unpinned.noteLastAttempts(poll.records)
-    unpinned.giveBackSpent(consumer, plan.spent, polledAt, "(was this JVM paused?)")
-    unpinned.rejectPoison(consumer, plan.poison)
-    unpinned.dropRedelivered(consumer, plan.redelivered)
-    consumer.carry(plan.carry, polledAt)
-    plan
-  }
-
-  /**
-   * The steps since the poll was classified (sibling reads, a dead-letter send, a slow file system) may
-   * have spent the lock: another member may hold these records by now. Gives those back.
-   */
-  private def recheckLocks(keep: Seq[Record], polledAt: Long): Seq[Record] =
-    if (!clock.lockSpent(polledAt)) keep
-    else {
-      val (lastAttempt, giveBack) = PollClassification.pinnableWhenSpent(keep, PooledShareConsumer.deliveryCountOf, partition.deliveryLimit)
-      unpinned.giveBackSpent(consumer, giveBack, polledAt, "after the checks before pinning")
-      lastAttempt
-    }
 
   /**
    * Another attempt pinned part 0 first, or a retry sealed the task: their parts are the task's. This
@@ -231,7 +186,7 @@ private[reader] final class PinnedPolls(
     clock.ackNanos += System.nanoTime - ackStart
     clock.lastReturn = System.nanoTime
     counters.add(Metrics.Accepted, ordered.size)
-    pinnedElsewhere.addOwnPart(entry)
+    sorting.pinnedOwnPart(entry)
     emitted += ordered.size
     part += 1
     if (pollAgain && ordered.nonEmpty) consumer.send() else finish(polledAt)
@@ -277,23 +232,4 @@ private[reader] final class PinnedPolls(
     consumer = null
     ShareConsumerPool.giveBack(done)
   }
-}
-
-private object PinnedPolls {
-
-  /** How long a poll after the first waits: a backlog answers at once, and an empty wait ends the task. */
-  val LaterPollTimeoutMs = 200L
-
-  /**
-   * Real time: how long one poll waits. A poll returns as soon as records come; this only bounds how late
-   * a task sees that Spark's end of the batch passed, and how often an idle task sends acknowledgements.
-   */
-  val RealTimePollTimeoutMs = 100L
-
-  /**
-   * Real time: how long before Spark's end of the batch the task stops polling. Spark ends a task between two
-   * rows when the time is up; the rows of a poll come out in well under this, so none is left to the next batch
-   * (which emits them by reading them back, slower), bar a pause.
-   */
-  val RealTimeLastPollNanos: Long = 50L * 1000000L
 }

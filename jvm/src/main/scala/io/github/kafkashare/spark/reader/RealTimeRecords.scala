@@ -1,8 +1,7 @@
 package io.github.kafkashare.spark.reader
 
 import io.github.kafkashare.spark.consumer.PooledShareConsumer
-import io.github.kafkashare.spark.metrics.{AgeHistogram, ShareSourceMetrics => Metrics, TaskCounters}
-import io.github.kafkashare.spark.monitoring.JvmActivity
+import io.github.kafkashare.spark.metrics.{ShareSourceMetrics => Metrics}
 import io.github.kafkashare.spark.offsets.{AcquiredRun, AcquisitionEntry}
 import org.apache.spark.internal.Logging
 import org.apache.spark.sql.catalyst.InternalRow
@@ -28,13 +27,8 @@ final class RealTimeRecords(partition: KafkaShareInputPartition) extends Logging
 
   require(partition.realTime, s"$partition is no real-time task")
   private val work                    = partition.handedOver
-  private val counters                = new TaskCounters
-  private val totals                  = partition.totals.open()
   @volatile private var deadlineNanos = Long.MaxValue
-  private val ages                    = new AgeHistogram // of the rows emitted, merged into the batch's at close
 
-  // Every fetcher opened (what was handed over, another attempt's parts): closed with the task.
-  private var fetchers = List.empty[ReplayFetcher]
   // What is emitted before polling: None until the first row is asked for.
   private var handedOver = Option.empty[Iterator[(Record, Int)]]
   // Another attempt of this task pinned part 0 before (Spark retried the task): its parts are the task's,
@@ -42,13 +36,12 @@ final class RealTimeRecords(partition: KafkaShareInputPartition) extends Logging
   private var retried = false
   // This attempt emitted the task's parts another attempt pinned (when it found part 0 taken).
   private var ownPartsReplayed     = false
-  private lazy val polls           = new PinnedPolls(partition, counters, () => ownPartsSealed(), Some(() => deadlineNanos))
   private var pollsStarted         = false
   private var current: InternalRow = _
   private var rowsEmitted          = 0L
-  // Last in the constructor: a task that failed to build is never closed, and would count for ever.
-  JvmActivity.taskStarted()
-  private var ended = false
+  private val task                 = new ReadTaskBase(partition)
+  private lazy val polls =
+    new PinnedPolls(partition, task.counters, () => ownPartsSealed(), new RealTimeDeadline(() => deadlineNanos))
 
   /**
    * The next row, waiting up to `timeoutMs` for one; false when the time is up. Spark ends the task at the
@@ -62,8 +55,7 @@ final class RealTimeRecords(partition: KafkaShareInputPartition) extends Logging
       else { pollsStarted = true; polls }
     if (source.hasNext) {
       val (record, count) = source.next()
-      current = RecordRows.toRow(record, count, partition.includeHeaders)
-      if (record.timestamp >= 0) ages.record(System.currentTimeMillis - record.timestamp)
+      current = task.row(record, count)
       rowsEmitted += 1
       true
     } else false
@@ -87,30 +79,22 @@ final class RealTimeRecords(partition: KafkaShareInputPartition) extends Logging
     }
     val runs = AcquisitionEntry.of(left.flatMap(r => (r.first to r.last).map(o => (r.topic, r.partition, o, r.deliveryCount)))).runs
     val taskEnd =
-      RealTimeTaskEnd(partition.task, pinned = (if (pollsStarted) polls.pinnedRecords else 0L) + counters(Metrics.Replayed), runs)
+      RealTimeTaskEnd(partition.task, pinned = (if (pollsStarted) polls.pinnedRecords else 0L) + task.counters(Metrics.Replayed), runs)
     logInfo(s"kafka-share: real-time batch ${partition.batch} task ${partition.task}: emitted $rowsEmitted row(s), " +
       s"pinned ${taskEnd.pinned}, left ${runs.map(_.size).sum} unemitted for the next batch")
     taskEnd
   }
 
-  def currentMetricsValues: Array[CustomTaskMetric] = counters.toTaskMetrics
+  def currentMetricsValues: Array[CustomTaskMetric] = task.counters.toTaskMetrics
 
-  def close(): Unit =
-    try if (pollsStarted) polls.close()
-    finally
-      try fetchers.foreach(_.close())
-      finally {
-        counters.addTo(totals)
-        totals.emittedAges.add(ages)
-        if (!ended) { ended = true; JvmActivity.taskEnded() }
-      }
+  def close(): Unit = task.close(if (pollsStarted) polls.close())
 
   private def runOf(row: (Record, Int)): AcquiredRun = AcquiredRun(row._1.topic, row._1.partition, row._1.offset, row._1.offset, row._2)
 
   private def startHandedOver(): Iterator[(Record, Int)] = {
     retried = partition.log.read(partition.batch, partition.task).isDefined
     val parts = handedOverParts(withOwn = retried)
-    val rows  = if (parts.isEmpty) Iterator.empty else replayOf(parts)
+    val rows  = if (parts.isEmpty) Iterator.empty else task.replayOf(parts)
     handedOver = Some(rows)
     rows
   }
@@ -121,9 +105,8 @@ final class RealTimeRecords(partition: KafkaShareInputPartition) extends Logging
    * asked for no row, which leaves all of them to the next batch); each task sealed as it is read.
    */
   private def handedOverParts(withOwn: Boolean): Seq[AcquisitionEntry] = {
-    val carried = if (work.carried.isEmpty) Nil else Seq(AcquisitionEntry(work.carried))
-    val earlier = work.earlierRunTasks.flatMap(task => partition.log.sealTask(partition.batch, task))
-    carried ++ earlier ++ (if (withOwn) ownParts else Nil)
+    val earlier = work.earlierRunTasks.flatMap(t => partition.log.sealTask(partition.batch, t))
+    task.carried ++ earlier ++ (if (withOwn) ownParts else Nil)
   }
 
   /** This task's parts in the log, sealed: no attempt can pin more under it. */
@@ -137,13 +120,7 @@ final class RealTimeRecords(partition: KafkaShareInputPartition) extends Logging
     if (!pollsStarted || ownPartsReplayed || polls.wrotePart0) Nil else ownParts.flatMap(_.runs)
 
   /** Another attempt of this very task pinned its part 0 first (Spark retried it): its parts are the task's. */
-  private def ownPartsSealed(): Iterator[(Record, Int)] = replayOf(ownParts)
-
-  private def replayOf(parts: Seq[AcquisitionEntry]): Iterator[(Record, Int)] = {
-    val fetcher = new ReplayFetcher(parts, partition.consumerKey.params, partition.failOnDataLoss)
-    fetchers ::= fetcher
-    fetcher.map { record => counters.add(Metrics.Replayed, 1); record }
-  }
+  private def ownPartsSealed(): Iterator[(Record, Int)] = task.replayOf(ownParts)
 }
 
 /**
