@@ -6,7 +6,6 @@ import java.util.concurrent.{ConcurrentHashMap, ConcurrentLinkedQueue, TimeUnit}
 import scala.jdk.CollectionConverters._
 import scala.util.control.NonFatal
 
-import io.github.kafkashare.spark.runtime.JvmResources
 import io.github.kafkashare.spark.ack.AcknowledgementPlan.AtCheck
 import io.github.kafkashare.spark.consumer.{Clock, ConsumerKey, PooledShareConsumer, ShareConsumerPool, Uninterrupted}
 import io.github.kafkashare.spark.offsets.{DecisionLog, SerializableHadoopConf, SourceMarkers}
@@ -307,24 +306,4 @@ object CommitWatcher {
 
   /** Acknowledgements made here, per query (consumer key), that no read task of it has reported yet. */
   final case class Counts(accepted: Long, released: Long, rejected: Long)
-
-  // This JVM's watcher ([[io.github.kafkashare.spark.runtime.JvmResources]] owns it), started by the first hold.
-  private def shared: CommitWatcher = JvmResources.commitWatcher
-
-  def holdUntilCommitted(
-      consumer: PooledShareConsumer,
-      commitFile: Path,
-      conf: SerializableHadoopConf,
-      maxHoldMs: Long,
-      renewal: Option[Renewal],
-      explicit: Option[ExplicitDecisions],
-      done: DoneMark
-  ): Unit =
-    shared.holdUntilCommitted(consumer, commitFile, conf, maxHoldMs, renewal, explicit, done)
-
-  /** What this JVM's watcher acknowledged for `key` since the last call (nothing before its first hold). */
-  def takeCounts(key: ConsumerKey): Counts = JvmResources.commitWatcherIfStarted.fold(Counts(0, 0, 0))(_.takeCounts(key))
-
-  /** Ends this JVM's holds of the query at `query` (its checkpoint location), if any hold ever started the watcher. */
-  def endHoldsOf(query: String): Int = JvmResources.commitWatcherIfStarted.fold(0)(_.endHoldsOf(query))
 }

@@ -155,9 +155,10 @@ final class PooledShareConsumer(val key: ConsumerKey, open: Properties => ShareC
   /**
    * Polls until a poll returns records or `timeoutMs` passes. Empty polls are repeated because a
    * consumer that just joined gets nothing until the group has assigned it partitions, which
-   * happens on a heartbeat (share.heartbeat.interval.ms, 5 s by default): its first poll waits at
-   * least [[PooledShareConsumer.JoinTimeoutMs]], later ones `timeoutMs`. The records are held until
-   * acknowledged. A carry, if any, is returned instead, without asking the broker.
+   * happens on a heartbeat (share.heartbeat.interval.ms, 5 s by default): its first poll waits for
+   * that, up to [[PooledShareConsumer.JoinTimeoutMs]], and from the broker's first answer to a fetch
+   * (the assignment came) no longer than `timeoutMs` in all, as later polls do. The records are held
+   * until acknowledged. A carry, if any, is returned instead, without asking the broker.
    */
   def poll(topics: Seq[String], timeoutMs: Long, waitForJoin: Boolean = true): PooledShareConsumer.Polled = {
     require(held.isEmpty, s"poll while holding ${held.size} unacknowledged records")
@@ -174,8 +175,10 @@ final class PooledShareConsumer(val key: ConsumerKey, open: Properties => ShareC
     if (topics.isEmpty) return PooledShareConsumer.Polled(Nil, System.nanoTime, fromCarry = false) // a pattern matching nothing
     if (topics.toSet != subscribed) { consumer.subscribe(topics.asJava); subscribed = topics.toSet }
     // Real time (waitForJoin false) keeps to the batch's end: a consumer that has not joined yet polls again.
-    val waitMs          = if (joined || !waitForJoin) timeoutMs else math.max(timeoutMs, PooledShareConsumer.JoinTimeoutMs)
-    val deadline        = System.nanoTime + waitMs * 1000000L
+    var joining         = !joined && waitForJoin
+    val started         = System.nanoTime
+    val ownWait         = started + timeoutMs * 1000000L
+    var deadline        = if (joining) math.max(ownWait, started + PooledShareConsumer.JoinTimeoutMs * 1000000L) else ownWait
     var records         = Seq.empty[Record]
     var lastCall        = System.nanoTime
     val responsesBefore = fetchResponses
@@ -183,6 +186,14 @@ final class PooledShareConsumer(val key: ConsumerKey, open: Properties => ShareC
       val remainingMs = math.max(1L, (deadline - System.nanoTime) / 1000000L)
       lastCall = System.nanoTime
       records = consumer.poll(Duration.ofMillis(math.min(remainingMs, 500L))).asScala.toVector
+      // The broker answered a fetch: the consumer has its partitions, and an empty answer means there is
+      // nothing for it now, as for any member. Waiting the join time out would make an empty batch after
+      // new consumers (a restart, consumers closed while idle) last 12 s where the poll timeout is 2.
+      // One more fetch round first: with partitions on several brokers, the others answer a moment later.
+      if (joining && fetchResponses > responsesBefore) {
+        deadline = math.max(ownWait, System.nanoTime + PooledShareConsumer.AfterFirstAnswerNanos)
+        joining = false
+      }
     }
     records.foreach(held.add)
     // After one full wait the consumer has its assignment (it comes with a heartbeat, every 5 s by
@@ -365,6 +376,9 @@ final class PooledShareConsumer(val key: ConsumerKey, open: Properties => ShareC
 
 object PooledShareConsumer {
   val JoinTimeoutMs = 12000L
+
+  /** After a joining consumer's first fetch answer, how long its poll still waits: a fetch round (fetch.max.wait.ms, 500 by default) and some. */
+  private val AfterFirstAnswerNanos = 1000L * 1000000L
 
   /** How long before its response reaches the client the broker may have acquired records, generously. */
   private val InFlightMarginNanos = 1000L * 1000000L

@@ -6,8 +6,6 @@ import java.util.concurrent.atomic.AtomicLong
 import scala.jdk.CollectionConverters._
 import scala.util.control.NonFatal
 
-import io.github.kafkashare.spark.runtime.JvmResources
-import io.github.kafkashare.spark.ack.CommitWatcher
 import io.github.kafkashare.spark.offsets.{AcquisitionLog, SourceMarkers}
 import org.apache.spark.internal.Logging
 
@@ -143,10 +141,9 @@ final class ShareConsumerPool(clock: Clock, open: ConsumerKey => PooledShareCons
       }
 
   private def renewCarry(c: PooledShareConsumer): PooledShareConsumer = {
-    val renewal = CommitWatcher.Renewal(c.key.locks)
     val carried = c.carrying
     try {
-      val refused = c.renewHeld(renewal.commitTimeoutMs, renewal.pollBackMs)
+      val refused = c.renewHeld(c.key.locks.renewalCommitTimeoutMs, c.key.locks.renewalPollBackMs)
       if (refused.isEmpty) {
         logDebug(s"kafka-share: a pooled consumer of ${c.key} renewed the locks of $carried carried record(s)")
         c
@@ -408,15 +405,4 @@ object ShareConsumerPool extends Logging {
    * a slow foreachBatch): past it, a query that takes nothing from this executor gives the records back.
    */
   val MaxIdleRenewMs: Long = 15 * 60 * 1000L
-
-  /** This JVM's pool ([[io.github.kafkashare.spark.runtime.JvmResources]] owns it). */
-  def shared: ShareConsumerPool = JvmResources.consumerPool
-
-  def borrow(key: ConsumerKey): PooledShareConsumer   = shared.borrow(key)
-  def giveBack(consumer: PooledShareConsumer): Unit   = shared.giveBack(consumer)
-  def discard(consumer: PooledShareConsumer): Unit    = shared.discard(consumer)
-  def expectBack(consumer: PooledShareConsumer): Unit = shared.expectBack(consumer)
-  def closeIdle(key: ConsumerKey): Unit               = shared.closeIdle(key)
-  def watch(key: ConsumerKey, markers: SourceMarkers, acquisitions: AcquisitionLog): Unit =
-    shared.watch(key, markers, acquisitions)
 }

@@ -169,11 +169,11 @@ object ShareSourceErrors {
       "ours"    -> io.github.kafkashare.spark.ConnectorInfo.version
     )
 
-  def unsupportedOffsetVersion(version: Int, json: String): ShareSourceException =
+  def unsupportedOffsetVersion(version: Int, newest: Int, json: String): ShareSourceException =
     error(
       "KAFKA_SHARE_CHECKPOINT_DAMAGED.UNSUPPORTED_OFFSET_VERSION",
       "version" -> version,
-      "newest"  -> io.github.kafkashare.spark.offsets.ShareSourceOffset.RealTimeVersion,
+      "newest"  -> newest,
       "json"    -> json
     )
 

@@ -93,7 +93,7 @@ object ShareSourceOffset {
     if (root == null || !root.isObject || !root.path("version").isInt || !root.path("batch").canConvertToLong || !root.path("tasks").isInt)
       throw ShareSourceErrors.badOffsetJson(json, null)
     val version = root.get("version").asInt
-    if (version < 1 || version > RealTimeVersion) throw ShareSourceErrors.unsupportedOffsetVersion(version, json)
+    if (version < 1 || version > RealTimeVersion) throw ShareSourceErrors.unsupportedOffsetVersion(version, RealTimeVersion, json)
     try {
       val pinned = root.path("pinned").fields().asScala.flatMap { topic =>
         topic.getValue.fields().asScala.map { partition =>

@@ -5,13 +5,14 @@ import java.util
 import scala.jdk.CollectionConverters._
 import scala.util.control.NonFatal
 
-import io.github.kafkashare.spark.ack.{CommitWatcher, ExplicitQueries}
-import io.github.kafkashare.spark.consumer.{ShareConsumerPool, Uninterrupted}
+import io.github.kafkashare.spark.ack.ExplicitQueries
+import io.github.kafkashare.spark.consumer.Uninterrupted
 import io.github.kafkashare.spark.metrics.{QueryTotals, ShareSourceMetrics}
 import io.github.kafkashare.spark.monitoring.ProgressGauges
 import io.github.kafkashare.spark.offsets._
 import io.github.kafkashare.spark.options.ShareSourceOptions
 import io.github.kafkashare.spark.reader.KafkaShareReaderFactory
+import io.github.kafkashare.spark.runtime.JvmResources
 import org.apache.hadoop.fs.Path
 import org.apache.spark.internal.Logging
 import org.apache.spark.sql.SparkSession
@@ -235,9 +236,9 @@ class KafkaShareMicroBatchStream(
     // marker (the commit watcher and the pool's evictor look for it every second).
     try markers.markStopped()
     catch { case NonFatal(e) => logWarning("kafka-share: could not mark the query stopped", e) }
-    try CommitWatcher.endHoldsOf(readTasks.consumerKey.query)
+    try JvmResources.commitWatcherIfStarted.foreach(_.endHoldsOf(readTasks.consumerKey.query))
     catch { case NonFatal(e) => logWarning("kafka-share: ending the query's held batches failed", e) }
-    ShareConsumerPool.closeIdle(readTasks.consumerKey)
+    JvmResources.consumerPool.closeIdle(readTasks.consumerKey)
     cluster.close()
   }
 

@@ -12,7 +12,7 @@ import io.github.kafkashare.spark.offsets.{
   TopicPartitionRanges
 }
 import io.github.kafkashare.spark.options.{AcknowledgmentMode, ShareSourceOptions}
-import io.github.kafkashare.spark.reader.{HandedOver, KafkaShareInputPartition}
+import io.github.kafkashare.spark.reader.{HandedOver, KafkaShareInputPartition, ReadTaskQuery}
 import org.apache.hadoop.fs.Path
 import org.apache.spark.sql.connector.read.InputPartition
 
@@ -113,35 +113,40 @@ private[planning] final class ReadTaskPlanner(
       handedOver: HandedOver
   ): InputPartition =
     KafkaShareInputPartition(
+      query,
       batch = batch,
       task = task,
       topics = topics,
       pinned = pinned,
       maxRecords = maxRecords.getOrElse(Int.MaxValue),
-      strategy = options.strategy,
-      consumerKey = consumerKey,
-      pollTimeoutMs = options.pollTimeoutMs,
-      readDurationMs = options.readDurationMs,
-      lockDurationMs = settings.lockDurationMs,
       deliveryLimit = deliveryLimit.getOrElse(Int.MaxValue),
-      includeHeaders = options.includeHeaders,
-      failOnDataLoss = options.failOnDataLoss,
-      log = logs.acquisitions,
-      commitFile = new Path(logs.commitLogDir, batch.toString).toString,
-      hadoopConf = logs.hadoopConf,
       totals = totalsOut,
-      holdUntilCommit = options.holdsUntilCommit,
-      renewLocks = renewLocks,
-      explicitDefault = options.mode match {
-        case AcknowledgmentMode.Explicit(default) => Some(default)
-        case AcknowledgmentMode.Implicit          => None
-      },
-      decisions = logs.decisions,
-      markers = logs.markers,
-      poison = options.poison,
       realTime = realTime,
       handedOver = handedOver
     )
+
+  // What every task of the query is given alike (the partitions are serialized with it, one copy per task).
+  private val query = ReadTaskQuery(
+    strategy = options.strategy,
+    consumerKey = consumerKey,
+    pollTimeoutMs = options.pollTimeoutMs,
+    readDurationMs = options.readDurationMs,
+    locks = settings.locks,
+    includeHeaders = options.includeHeaders,
+    failOnDataLoss = options.failOnDataLoss,
+    log = logs.acquisitions,
+    commitLogDir = logs.commitLogDir.toString,
+    hadoopConf = logs.hadoopConf,
+    holdUntilCommit = options.holdsUntilCommit,
+    renewLocks = renewLocks,
+    explicitDefault = options.mode match {
+      case AcknowledgmentMode.Explicit(default) => Some(default)
+      case AcknowledgmentMode.Implicit          => None
+    },
+    decisions = logs.decisions,
+    markers = logs.markers,
+    poison = options.poison
+  )
 }
 
 private[planning] object ReadTaskPlanner {

@@ -6,11 +6,11 @@ import java.util.concurrent.TimeUnit
 
 import scala.util.control.NonFatal
 
-import io.github.kafkashare.spark.runtime.JvmResources
+import io.github.kafkashare.spark.runtime.TaskRuntime
 import io.github.kafkashare.spark.consumer.PooledShareConsumer
 import io.github.kafkashare.spark.errors.ShareSourceErrors
 import org.apache.kafka.clients.consumer.ConsumerRecord
-import org.apache.kafka.clients.producer.{KafkaProducer, ProducerRecord}
+import org.apache.kafka.clients.producer.{KafkaProducer, Producer, ProducerRecord}
 import org.apache.kafka.common.serialization.ByteArraySerializer
 
 /**
@@ -30,10 +30,16 @@ object DeadLetters {
     "kafka-share.origin.group"
   )
 
-  def send(records: Seq[ConsumerRecord[Array[Byte], Array[Byte]]], topic: String, groupId: String, params: Map[String, String]): Unit =
+  def send(
+      records: Seq[ConsumerRecord[Array[Byte], Array[Byte]]],
+      topic: String,
+      groupId: String,
+      params: Map[String, String],
+      runtime: TaskRuntime
+  ): Unit =
     if (records.nonEmpty) {
       // One producer per JVM and client settings (KafkaProducer is thread-safe), closed at exit.
-      val producer = JvmResources.deadLetterProducer(params, create)
+      val producer = runtime.deadLetterProducer(params, create)
       try {
         val sent = records.map { r =>
           val copy   = new ProducerRecord[Array[Byte], Array[Byte]](topic, null, r.timestamp, r.key, r.value, r.headers)
@@ -47,7 +53,7 @@ object DeadLetters {
       }
     }
 
-  private def create(params: Map[String, String]): KafkaProducer[Array[Byte], Array[Byte]] = {
+  private def create(params: Map[String, String]): Producer[Array[Byte], Array[Byte]] = {
     val props = new Properties
     // Security and connection settings apply to the producer too; consumer-only settings are left out.
     params.foreach { case (k, v) if !ConsumerOnly.exists(k.startsWith) => props.put(k, v); case _ => }

@@ -11,68 +11,81 @@ import io.github.kafkashare.spark.offsets.{
   TopicPartitionRanges
 }
 import io.github.kafkashare.spark.options.{Decision, ExactlyOnceStrategy, LockBudget, PoisonPolicy}
+import org.apache.hadoop.fs.Path
 import org.apache.spark.sql.connector.read.InputPartition
 
 /**
  * Read task `task` of batch `batch`: one share consumer's worth of records, or, when the acquisition
- * log already has this task's entry, exactly the records it names.
+ * log already has this task's entry, exactly the records it names. What every task of the query shares
+ * is its [[ReadTaskQuery]]; the rest is this task's.
  *
  * @param pinned      records pinned to earlier batches; an exactly-once strategy drops their redeliveries
  * @param maxRecords  this task's share of maxRecordsPerTrigger
- * @param readDurationMs how long the task keeps polling while there is a backlog
- * @param commitFile  Spark's commit log file of this batch (two-phase commit waits for it)
- * @param holdUntilCommit  keep the records acquired until the batch commits (two-phase commit, explicit mode)
- * @param renewLocks  while held, renew their locks (RENEW, Kafka 4.2+) until the batch commits or the query stops
- * @param explicitDefault  explicit mode: the decision for records foreachBatch did not decide on
- * @param markers     where phase 2 is said done, and where the query says that it stopped
  * @param deliveryLimit the group's delivery count limit: a record delivered that many times is on its last attempt
+ * @param totals      the query's totals, which the task adds its figures to
  * @param realTime    Spark's real-time mode: the task polls until Spark ends the batch
  * @param handedOver  records pinned before this task, that it emits first (see [[HandedOver]])
  */
 final case class KafkaShareInputPartition(
+    query: ReadTaskQuery,
     batch: Long,
     task: Int,
     topics: Seq[String],
     pinned: TopicPartitionRanges,
     maxRecords: Int,
-    strategy: ExactlyOnceStrategy,
-    consumerKey: ConsumerKey,
-    pollTimeoutMs: Long,
-    readDurationMs: Long,
-    lockDurationMs: Long,
     deliveryLimit: Int,
-    includeHeaders: Boolean,
-    failOnDataLoss: Boolean,
-    log: AcquisitionLog,
-    commitFile: String,
-    hadoopConf: SerializableHadoopConf,
     totals: QueryTotalsInTransit,
-    holdUntilCommit: Boolean,
-    renewLocks: Boolean,
-    explicitDefault: Option[Decision],
-    decisions: DecisionLog,
-    markers: SourceMarkers,
-    poison: Option[PoisonPolicy],
     realTime: Boolean = false,
     handedOver: HandedOver = HandedOver.none
 ) extends InputPartition {
 
-  /** What the task times by its records' lock. */
-  private[reader] def locks: LockBudget = LockBudget(lockDurationMs)
+  /** Spark's commit log file of this batch (two-phase commit waits for it). */
+  private[reader] def commitFile: Path = new Path(query.commitLogDir, batch.toString)
 
   /** What a poll of this task is judged by ([[PollClassification]]), with `shareLeft` records still to emit. */
   private[reader] def pollLimits(shareLeft: Long, maxPollRecords: Int): PollClassification.Limits = PollClassification.Limits(
     deliveryLimit = deliveryLimit,
-    maxDeliveries = poison.map(_.maxDeliveries),
-    dropsRedeliveries = strategy.dropsRedeliveries,
+    maxDeliveries = query.poison.map(_.maxDeliveries),
+    dropsRedeliveries = query.strategy.dropsRedeliveries,
     shareLeft = shareLeft,
-    holdUntilCommit = holdUntilCommit,
+    holdUntilCommit = query.holdUntilCommit,
     maxPollRecords = maxPollRecords
   )
 
   // Client settings can hold secrets: never print them.
   override def toString: String = s"KafkaShareInputPartition(batch $batch, task $task, topics ${topics.mkString(",")})"
 }
+
+/**
+ * What every read task of a query is given alike, batch after batch: how it reads, where it pins, how it
+ * acknowledges, and its lock's spans.
+ *
+ * @param readDurationMs how long a task keeps polling while there is a backlog
+ * @param locks       every span timed by the records' lock ([[LockBudget]])
+ * @param commitLogDir Spark's commit log (two-phase commit and explicit mode wait for the batch's file)
+ * @param holdUntilCommit  keep the records acquired until the batch commits (two-phase commit, explicit mode)
+ * @param renewLocks  while held, renew their locks (RENEW, Kafka 4.2+) until the batch commits or the query stops
+ * @param explicitDefault  explicit mode: the decision for records foreachBatch did not decide on
+ * @param markers     where phase 2 is said done, and where the query says that it stopped
+ */
+final case class ReadTaskQuery(
+    strategy: ExactlyOnceStrategy,
+    consumerKey: ConsumerKey,
+    pollTimeoutMs: Long,
+    readDurationMs: Long,
+    locks: LockBudget,
+    includeHeaders: Boolean,
+    failOnDataLoss: Boolean,
+    log: AcquisitionLog,
+    commitLogDir: String,
+    hadoopConf: SerializableHadoopConf,
+    holdUntilCommit: Boolean,
+    renewLocks: Boolean,
+    explicitDefault: Option[Decision],
+    decisions: DecisionLog,
+    markers: SourceMarkers,
+    poison: Option[PoisonPolicy]
+)
 
 /**
  * What a read task emits before it polls, read back by offset: records pinned, and ACCEPTed, before it.

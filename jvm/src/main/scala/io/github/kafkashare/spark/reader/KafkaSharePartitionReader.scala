@@ -3,6 +3,7 @@ package io.github.kafkashare.spark.reader
 import io.github.kafkashare.spark.ack.CommitWatcher
 import io.github.kafkashare.spark.consumer.PooledShareConsumer
 import io.github.kafkashare.spark.metrics.{ShareSourceMetrics => Metrics}
+import io.github.kafkashare.spark.runtime.{JvmResources, TaskRuntime}
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.connector.metric.CustomTaskMetric
 import org.apache.spark.sql.connector.read.{PartitionReader, PartitionReaderFactory}
@@ -14,7 +15,7 @@ import org.apache.spark.sql.connector.read.{PartitionReader, PartitionReaderFact
  *    nothing;
  *  - otherwise acquire and pin, poll after poll ([[PinnedPolls]]).
  */
-final class KafkaSharePartitionReader(partition: KafkaShareInputPartition) extends PartitionReader[InternalRow] {
+final class KafkaSharePartitionReader(partition: KafkaShareInputPartition, runtime: TaskRuntime) extends PartitionReader[InternalRow] {
 
   private type Record = PooledShareConsumer.Record
 
@@ -22,15 +23,15 @@ final class KafkaSharePartitionReader(partition: KafkaShareInputPartition) exten
   private val task                             = new ReadTaskBase(partition)
   // Held batches are acknowledged after the task that acquired them ended; the next task here reports it.
   locally {
-    val late = CommitWatcher.takeCounts(partition.consumerKey)
+    val late = runtime.commitWatcherIfStarted.fold(CommitWatcher.Counts(0, 0, 0))(_.takeCounts(partition.query.consumerKey))
     task.counters.add(Metrics.Accepted, late.accepted); task.counters.add(Metrics.Released, late.released)
     task.counters.add(Metrics.Rejected, late.rejected)
   }
   private lazy val rows: Iterator[InternalRow] = {
     def records =
-      if (partition.log.read(partition.batch, partition.task).isDefined) replaySealed()
+      if (partition.query.log.read(partition.batch, partition.task).isDefined) replaySealed()
       else {
-        val polls = new PinnedPolls(partition, task.counters, () => replaySealed(), new BatchBudget(partition.pollTimeoutMs))
+        val polls = new PinnedPolls(partition, task.counters, () => replaySealed(), new BatchBudget(partition.query.pollTimeoutMs), runtime)
         acquisition = Some(polls)
         polls
       }
@@ -50,10 +51,10 @@ final class KafkaSharePartitionReader(partition: KafkaShareInputPartition) exten
 
   override def close(): Unit = task.close(acquisition.foreach(_.close()))
 
-  private def replaySealed(): Iterator[(Record, Int)] = task.replayOf(partition.log.sealTask(partition.batch, partition.task))
+  private def replaySealed(): Iterator[(Record, Int)] = task.replayOf(partition.query.log.sealTask(partition.batch, partition.task))
 }
 
 object KafkaShareReaderFactory extends PartitionReaderFactory {
   override def createReader(partition: org.apache.spark.sql.connector.read.InputPartition): PartitionReader[InternalRow] =
-    new KafkaSharePartitionReader(partition.asInstanceOf[KafkaShareInputPartition])
+    new KafkaSharePartitionReader(partition.asInstanceOf[KafkaShareInputPartition], JvmResources)
 }

@@ -38,9 +38,9 @@ private[reader] final class PinnedElsewhere(partition: KafkaShareInputPartition)
     }
 
   private def refreshSiblings(): Unit =
-    partition.log.partNames(partition.batch).filter(n => n._1 != partition.task && !siblingPartsRead(n)).foreach {
+    partition.query.log.partNames(partition.batch).filter(n => n._1 != partition.task && !siblingPartsRead(n)).foreach {
       case name @ (t, p) =>
-        partition.log.read(partition.batch, t, p).foreach(e => siblingsPinned = siblingsPinned.union(e.offsets))
+        partition.query.log.read(partition.batch, t, p).foreach(e => siblingsPinned = siblingsPinned.union(e.offsets))
         siblingPartsRead += name
     }
 }

@@ -3,11 +3,12 @@ package io.github.kafkashare.spark.reader
 import scala.util.control.NonFatal
 
 import io.github.kafkashare.spark.ack.AcknowledgementPlan
-import io.github.kafkashare.spark.consumer.{PooledShareConsumer, ShareConsumerPool, Uninterrupted}
+import io.github.kafkashare.spark.consumer.{PooledShareConsumer, Uninterrupted}
 import io.github.kafkashare.spark.errors.ShareSourceErrors
 import io.github.kafkashare.spark.metrics.{ShareSourceMetrics => Metrics, TaskCounters}
 import io.github.kafkashare.spark.offsets.AcquisitionEntry
 import io.github.kafkashare.spark.options.Decision
+import io.github.kafkashare.spark.runtime.TaskRuntime
 import org.apache.kafka.clients.consumer.AcknowledgeType
 import org.apache.spark.internal.Logging
 
@@ -45,18 +46,20 @@ private[reader] final class PinnedPolls(
     partition: KafkaShareInputPartition,
     counters: TaskCounters,
     replay: () => Iterator[(PooledShareConsumer.Record, Int)],
-    schedule: PollSchedule
+    schedule: PollSchedule,
+    runtime: TaskRuntime
 ) extends Iterator[(PooledShareConsumer.Record, Int)] with Logging {
 
   private type Record = PooledShareConsumer.Record
 
   // Spark began to stop the query: what this read acquired would belong to a batch that never commits.
-  if (partition.markers.stopping) throw ShareSourceErrors.queryStopped(partition.batch)
+  if (partition.query.markers.stopping) throw ShareSourceErrors.queryStopped(partition.batch)
+  private val pool    = runtime.consumerPool
   private val clock   = new TaskClock(partition)
-  private val sorting = new PollSorting(partition, counters, clock)
+  private val sorting = new PollSorting(partition, counters, clock, runtime)
   // Borrowed until the task's last part is acknowledged; then null (back in the pool, or held).
-  private var consumer: PooledShareConsumer = ShareConsumerPool.borrow(partition.consumerKey)
-  ShareConsumerPool.watch(partition.consumerKey, partition.markers, partition.log)
+  private var consumer: PooledShareConsumer = pool.borrow(partition.query.consumerKey)
+  pool.watch(partition.query.consumerKey, partition.query.markers, partition.query.log)
   consumer.lastDeliveryAttempt = partition.deliveryLimit
   consumer.lastBatch = partition.batch
   if (consumer.newlyCreated) counters.add(Metrics.ConsumersCreated, 1)
@@ -99,7 +102,7 @@ private[reader] final class PinnedPolls(
         logWarning("kafka-share: ending a read task failed; closing its consumer", e)
         val failed = consumer
         consumer = null
-        if (failed != null) ShareConsumerPool.discard(failed)
+        if (failed != null) pool.discard(failed)
     }
   }
 
@@ -124,11 +127,11 @@ private[reader] final class PinnedPolls(
       }
       val pinStart         = System.nanoTime
       val (ordered, entry) = PartEntry.of(kept)
-      val (winner, ours)   = partition.log.writeIfAbsent(partition.batch, partition.task, entry, part)
+      val (winner, ours)   = partition.query.log.writeIfAbsent(partition.batch, partition.task, entry, part)
       clock.pinNanos += System.nanoTime - pinStart
       pinned = ours
       if (ours && part == 0) ownsPart0 = true
-      AcknowledgementPlan.forPart(ours, partition.holdUntilCommit, kept.nonEmpty) match {
+      AcknowledgementPlan.forPart(ours, partition.query.holdUntilCommit, kept.nonEmpty) match {
         case AcknowledgementPlan.ForPart.GiveBack        => partTakenByAnother(kept, winner, polledAt)
         case AcknowledgementPlan.ForPart.HoldUntilCommit => holdUntilCommit(ordered, polledAt)
         case AcknowledgementPlan.ForPart.Accept          => acceptPart(ordered, entry, pollAgain, polledAt)
@@ -172,7 +175,7 @@ private[reader] final class PinnedPolls(
   private def holdUntilCommit(ordered: Seq[Record], polledAt: Long): Iterator[(Record, Int)] = {
     consumer.commit() // the dropped and poison records; the kept ones stay held
     counters.add(Metrics.LockUsedPercent, clock.lockUsedPercent(polledAt))
-    CommitHold.handOver(partition, consumer, clock.lockAgeMs(polledAt))
+    CommitHold.handOver(partition, consumer, clock.lockAgeMs(polledAt), runtime.commitWatcher)
     consumer = null
     emitted += ordered.size
     heldAt = System.nanoTime
@@ -202,8 +205,8 @@ private[reader] final class PinnedPolls(
       if (decision == Decision.Release) counters.add(Metrics.Released, failed.holding)
       try {
         if (decision == Decision.Accept) failed.acceptHeld() else failed.releaseHeld()
-        ShareConsumerPool.giveBack(failed)
-      } catch { case NonFatal(_) => ShareConsumerPool.discard(failed) }
+        pool.giveBack(failed)
+      } catch { case NonFatal(_) => pool.discard(failed) }
     }
   }
 
@@ -218,7 +221,7 @@ private[reader] final class PinnedPolls(
     if (part == 0 && emitted == 0) {
       // The task ends with nothing: an empty part 0 makes every later attempt replay nothing. Losing
       // the race is harmless here: the caller's replay path reads the winner.
-      if (partition.log.writeIfAbsent(partition.batch, partition.task, AcquisitionEntry.empty)._2) ownsPart0 = true
+      if (partition.query.log.writeIfAbsent(partition.batch, partition.task, AcquisitionEntry.empty)._2) ownsPart0 = true
     }
     // Until it is back in the pool the consumer stays ours: if the commit fails, the caller's error
     // handling RELEASEs or ACCEPTs what it holds.
@@ -230,6 +233,6 @@ private[reader] final class PinnedPolls(
     counters.add(Metrics.LockUsedPercent, clock.lockUsedPercent(polledAt))
     val done = consumer
     consumer = null
-    ShareConsumerPool.giveBack(done)
+    pool.giveBack(done)
   }
 }

@@ -3,17 +3,23 @@ package io.github.kafkashare.spark.reader
 import io.github.kafkashare.spark.consumer.PooledShareConsumer
 import io.github.kafkashare.spark.metrics.{ShareSourceMetrics => Metrics, TaskCounters}
 import io.github.kafkashare.spark.offsets.AcquisitionEntry
+import io.github.kafkashare.spark.runtime.TaskRuntime
 
 /**
  * Steps 2 of [[PinnedPolls]]: what becomes of each record of a poll before anything is pinned
  * ([[PollClassification]] decides), and the records not to pin acknowledged ([[UnpinnedRecords]]): locks too
  * far spent, redeliveries of records pinned elsewhere ([[PinnedElsewhere]]), poison records, the carry.
  */
-private[reader] final class PollSorting(partition: KafkaShareInputPartition, counters: TaskCounters, clock: TaskClock) {
+private[reader] final class PollSorting(
+    partition: KafkaShareInputPartition,
+    counters: TaskCounters,
+    clock: TaskClock,
+    runtime: TaskRuntime
+) {
 
   private type Record = PooledShareConsumer.Record
 
-  private val unpinned        = new UnpinnedRecords(partition, counters, clock)
+  private val unpinned        = new UnpinnedRecords(partition, counters, clock, runtime)
   private val pinnedElsewhere = new PinnedElsewhere(partition)
 
   /** Sorts the poll's records and acknowledges all but those to pin (`plan.keep`), which the consumer still holds. */

@@ -25,7 +25,7 @@ private[reader] final class ReadTaskBase(partition: KafkaShareInputPartition) {
 
   /** The records `parts` name, read back by offset, counted as replayed. */
   def replayOf(parts: Seq[AcquisitionEntry]): Iterator[(Record, Int)] = {
-    val fetcher = new ReplayFetcher(parts, partition.consumerKey.params, partition.failOnDataLoss)
+    val fetcher = new ReplayFetcher(parts, partition.query.consumerKey.params, partition.query.failOnDataLoss)
     fetchers ::= fetcher
     fetcher.map { record => counters.add(Metrics.Replayed, 1); record }
   }
@@ -37,7 +37,7 @@ private[reader] final class ReadTaskBase(partition: KafkaShareInputPartition) {
   /** The row of `record`, its age noted. */
   def row(record: Record, deliveryCount: Int): InternalRow = {
     if (record.timestamp >= 0) ages.record(System.currentTimeMillis - record.timestamp)
-    RecordRows.toRow(record, deliveryCount, partition.includeHeaders)
+    RecordRows.toRow(record, deliveryCount, partition.query.includeHeaders)
   }
 
   /** Ends the task: `first` (the polls' end), then the fetchers closed and the task's figures added, whatever failed. */

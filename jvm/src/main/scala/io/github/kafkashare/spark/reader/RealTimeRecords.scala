@@ -3,6 +3,7 @@ package io.github.kafkashare.spark.reader
 import io.github.kafkashare.spark.consumer.PooledShareConsumer
 import io.github.kafkashare.spark.metrics.{ShareSourceMetrics => Metrics}
 import io.github.kafkashare.spark.offsets.{AcquiredRun, AcquisitionEntry}
+import io.github.kafkashare.spark.runtime.TaskRuntime
 import org.apache.spark.internal.Logging
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.connector.metric.CustomTaskMetric
@@ -21,7 +22,7 @@ import org.apache.spark.sql.connector.read.streaming.PartitionOffset
  * what was pinned and not emitted is named in the task's end ([[RealTimeTaskEnd]]), which Spark hands the
  * driver, and the next batch emits it first.
  */
-final class RealTimeRecords(partition: KafkaShareInputPartition) extends Logging {
+final class RealTimeRecords(partition: KafkaShareInputPartition, runtime: TaskRuntime) extends Logging {
 
   private type Record = PooledShareConsumer.Record
 
@@ -41,7 +42,7 @@ final class RealTimeRecords(partition: KafkaShareInputPartition) extends Logging
   private var rowsEmitted          = 0L
   private val task                 = new ReadTaskBase(partition)
   private lazy val polls =
-    new PinnedPolls(partition, task.counters, () => ownPartsSealed(), new RealTimeDeadline(() => deadlineNanos))
+    new PinnedPolls(partition, task.counters, () => ownPartsSealed(), new RealTimeDeadline(() => deadlineNanos), runtime)
 
   /**
    * The next row, waiting up to `timeoutMs` for one; false when the time is up. Spark ends the task at the
@@ -92,7 +93,7 @@ final class RealTimeRecords(partition: KafkaShareInputPartition) extends Logging
   private def runOf(row: (Record, Int)): AcquiredRun = AcquiredRun(row._1.topic, row._1.partition, row._1.offset, row._1.offset, row._2)
 
   private def startHandedOver(): Iterator[(Record, Int)] = {
-    retried = partition.log.read(partition.batch, partition.task).isDefined
+    retried = partition.query.log.read(partition.batch, partition.task).isDefined
     val parts = handedOverParts(withOwn = retried)
     val rows  = if (parts.isEmpty) Iterator.empty else task.replayOf(parts)
     handedOver = Some(rows)
@@ -105,12 +106,12 @@ final class RealTimeRecords(partition: KafkaShareInputPartition) extends Logging
    * asked for no row, which leaves all of them to the next batch); each task sealed as it is read.
    */
   private def handedOverParts(withOwn: Boolean): Seq[AcquisitionEntry] = {
-    val earlier = work.earlierRunTasks.flatMap(t => partition.log.sealTask(partition.batch, t))
+    val earlier = work.earlierRunTasks.flatMap(t => partition.query.log.sealTask(partition.batch, t))
     task.carried ++ earlier ++ (if (withOwn) ownParts else Nil)
   }
 
   /** This task's parts in the log, sealed: no attempt can pin more under it. */
-  private def ownParts: Seq[AcquisitionEntry] = { ownPartsReplayed = true; partition.log.sealTask(partition.batch, partition.task) }
+  private def ownParts: Seq[AcquisitionEntry] = { ownPartsReplayed = true; partition.query.log.sealTask(partition.batch, partition.task) }
 
   /**
    * The polls ended without part 0 of their own, and without emitting another attempt's (the empty part 0 a

@@ -17,14 +17,14 @@ private[reader] final class TaskClock(partition: KafkaShareInputPartition) {
 
   def lockAgeMs(acquiredAt: Long): Long = (System.nanoTime - acquiredAt) / 1000000L
 
-  def lockUsedPercent(polledAt: Long): Long = lockAgeMs(polledAt) * 100 / partition.lockDurationMs
+  def lockUsedPercent(polledAt: Long): Long = lockAgeMs(polledAt) * 100 / partition.query.locks.lockDurationMs
 
   /** The oldest acquisition this task still pins ([[io.github.kafkashare.spark.options.LockBudget]]). */
-  val pinnableLockAgeMs: Long = partition.locks.pinnableAgeMs(partition.holdUntilCommit)
+  val pinnableLockAgeMs: Long = partition.query.locks.pinnableAgeMs(partition.query.holdUntilCommit)
 
   def lockSpent(polledAt: Long): Boolean = lockAgeMs(polledAt) > pinnableLockAgeMs
 
-  def budgetLeftMs: Long = partition.readDurationMs - (System.nanoTime - startedAt) / 1000000L
+  def budgetLeftMs: Long = partition.query.readDurationMs - (System.nanoTime - startedAt) / 1000000L
 
   // make bench-profile (tests/bench/profile_read.py) reads this line: keep the two in step.
   def summary(emitted: Long): String =

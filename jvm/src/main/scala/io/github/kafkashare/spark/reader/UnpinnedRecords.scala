@@ -3,6 +3,7 @@ package io.github.kafkashare.spark.reader
 import io.github.kafkashare.spark.consumer.PooledShareConsumer
 import io.github.kafkashare.spark.errors.ShareSourceErrors
 import io.github.kafkashare.spark.metrics.{ShareSourceMetrics => Metrics, TaskCounters}
+import io.github.kafkashare.spark.runtime.TaskRuntime
 import org.apache.kafka.clients.consumer.AcknowledgeType
 import org.apache.spark.internal.Logging
 
@@ -12,15 +13,19 @@ import org.apache.spark.internal.Logging
  * redeliveries of pinned records ACCEPTed quietly. Records on their last delivery attempt are counted and
  * said, whatever becomes of them.
  */
-private[reader] final class UnpinnedRecords(partition: KafkaShareInputPartition, counters: TaskCounters, clock: TaskClock)
-    extends Logging {
+private[reader] final class UnpinnedRecords(
+    partition: KafkaShareInputPartition,
+    counters: TaskCounters,
+    clock: TaskClock,
+    runtime: TaskRuntime
+) extends Logging {
 
   private type Record = PooledShareConsumer.Record
 
   /** RELEASEs records whose locks are too far spent to pin (those on their last attempt are kept by the caller). */
   def giveBackSpent(consumer: PooledShareConsumer, records: Seq[Record], polledAt: Long, when: String): Unit = if (records.nonEmpty) {
     logWarning(s"kafka-share: batch ${partition.batch} task ${partition.task}: ${records.size} record(s) acquired " +
-      s"${clock.lockAgeMs(polledAt)} ms ago are too close to the end of their ${partition.lockDurationMs} ms lock to pin " +
+      s"${clock.lockAgeMs(polledAt)} ms ago are too close to the end of their ${partition.query.locks.lockDurationMs} ms lock to pin " +
       s"$when; giving them back to the group (those on their last delivery attempt are kept)")
     consumer.acknowledge(records, AcknowledgeType.RELEASE)
     counters.add(Metrics.Released, records.size)
@@ -31,8 +36,14 @@ private[reader] final class UnpinnedRecords(partition: KafkaShareInputPartition,
    * then REJECTed, never emitted. The REJECT goes out with the task's next acknowledgements.
    */
   def rejectPoison(consumer: PooledShareConsumer, poison: Seq[Record]): Unit = if (poison.nonEmpty) {
-    val policy = partition.poison.get
-    policy.deadLetterTopic.foreach(DeadLetters.send(poison, _, partition.consumerKey.groupId, partition.consumerKey.params))
+    val policy = partition.query.poison.get
+    policy.deadLetterTopic.foreach(DeadLetters.send(
+      poison,
+      _,
+      partition.query.consumerKey.groupId,
+      partition.query.consumerKey.params,
+      runtime
+    ))
     consumer.acknowledge(poison, AcknowledgeType.REJECT)
     counters.add(Metrics.Rejected, poison.size)
     logWarning(s"kafka-share: ${poison.size} record(s) delivered more than ${policy.maxDeliveries} times rejected" +

@@ -7,9 +7,8 @@ import scala.util.control.NonFatal
 
 import io.github.kafkashare.spark.ack.CommitWatcher
 import io.github.kafkashare.spark.consumer.{Clock, PooledShareConsumer, ShareConsumerPool}
-import io.github.kafkashare.spark.offsets.store.CheckpointStore
 import org.apache.hadoop.util.ShutdownHookManager
-import org.apache.kafka.clients.producer.KafkaProducer
+import org.apache.kafka.clients.producer.Producer
 import org.apache.spark.internal.Logging
 
 /**
@@ -17,8 +16,6 @@ import org.apache.spark.internal.Logging
  * all of it here:
  *  - the share consumer pool, and its evictor thread (a round every second, [[ShareConsumerPool]]);
  *  - the commit watcher, and its thread (a round every 100 ms, [[CommitWatcher]]);
- *  - the checkpoint stores, one per file system, user and CheckpointFileManager ([[CheckpointStore]]:
- *    the first configuration of a file system wins, as in Hadoop's own cache of file systems);
  *  - the dead-letter producers, one per client settings (option kafka.share.deadLetterTopic).
  *
  * Lifecycle. Each is created on first use: a JVM that never reads from a share group starts nothing.
@@ -33,7 +30,7 @@ import org.apache.spark.internal.Logging
  * watcher ends its holds. Driver-only state (the explicit-mode queries of
  * [[io.github.kafkashare.spark.ack.ExplicitQueries]]) lives and ends with each query.
  */
-object JvmResources extends Logging {
+object JvmResources extends TaskRuntime with Logging {
 
   // Below Spark's own hooks (40: they stop the SparkContext, so no task starts after this runs) and above
   // FileSystem's (10: the watcher reads the checkpoint).
@@ -43,8 +40,7 @@ object JvmResources extends Logging {
 
   @volatile private var pool: ShareConsumerPool = null
   @volatile private var watcher: CommitWatcher  = null
-  private val stores                            = new ConcurrentHashMap[String, CheckpointStore]()
-  private val producers                         = new ConcurrentHashMap[Map[String, String], KafkaProducer[Array[Byte], Array[Byte]]]()
+  private val producers                         = new ConcurrentHashMap[Map[String, String], Producer[Array[Byte], Array[Byte]]]()
   private var hooked                            = false
 
   /** This JVM's consumer pool, its evictor started on first use. */
@@ -75,12 +71,10 @@ object JvmResources extends Logging {
   /** The watcher if a hold ever started it. */
   def commitWatcherIfStarted: Option[CommitWatcher] = Option(watcher)
 
-  def checkpointStore(key: String, make: => CheckpointStore): CheckpointStore = stores.computeIfAbsent(key, _ => make)
-
   def deadLetterProducer(
       params: Map[String, String],
-      make: Map[String, String] => KafkaProducer[Array[Byte], Array[Byte]]
-  ): KafkaProducer[Array[Byte], Array[Byte]] = {
+      make: Map[String, String] => Producer[Array[Byte], Array[Byte]]
+  ): Producer[Array[Byte], Array[Byte]] = {
     closeAtExit()
     producers.computeIfAbsent(params, p => make(p))
   }

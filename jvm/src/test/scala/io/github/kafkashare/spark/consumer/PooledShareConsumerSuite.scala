@@ -1,15 +1,10 @@
 package io.github.kafkashare.spark.consumer
 
 import java.time.Duration
-import java.util.Optional
-
-import scala.collection.mutable
 
 import io.github.kafkashare.spark.options.{Decision, LockBudget}
 import org.apache.kafka.clients.consumer.{AcknowledgeType, ConsumerRecord, ConsumerRecords, MockShareConsumer}
-import org.apache.kafka.common.TopicIdPartition
-import org.apache.kafka.common.header.internals.RecordHeaders
-import org.apache.kafka.common.record.TimestampType
+import org.apache.kafka.common.{Metric, MetricName}
 import org.scalatest.funsuite.AnyFunSuite
 
 /**
@@ -18,48 +13,12 @@ import org.scalatest.funsuite.AnyFunSuite
  */
 class PooledShareConsumerSuite extends AnyFunSuite {
 
-  /**
-   * Kafka's mock, remembering what it was told: acknowledgements in order, commits, polls. It takes
-   * records only for subscribed topics, and the consumer subscribes at its first poll: `waiting` are
-   * added then.
-   */
-  private final class Recording(var waiting: Seq[ConsumerRecord[Array[Byte], Array[Byte]]])
-      extends MockShareConsumer[Array[Byte], Array[Byte]] {
-    val acks    = mutable.Buffer.empty[(Long, AcknowledgeType)]
-    var commits = 0
-    var polls   = 0
-    override def poll(timeout: Duration): ConsumerRecords[Array[Byte], Array[Byte]] = {
-      polls += 1
-      waiting.foreach(addRecord)
-      waiting = Nil
-      super.poll(timeout)
-    }
-    override def acknowledge(record: ConsumerRecord[Array[Byte], Array[Byte]], kind: AcknowledgeType): Unit =
-      acks += record.offset -> kind
-    override def commitSync(timeout: Duration): java.util.Map[TopicIdPartition, Optional[org.apache.kafka.common.KafkaException]] = {
-      commits += 1
-      java.util.Map.of()
-    }
-  }
+  import RecordingShareConsumer.record
 
-  private def record(offset: Long, deliveryCount: Short = 1) =
-    new ConsumerRecord[Array[Byte], Array[Byte]](
-      "orders",
-      0,
-      offset,
-      0L,
-      TimestampType.CREATE_TIME,
-      0,
-      0,
-      Array.emptyByteArray,
-      Array.emptyByteArray,
-      new RecordHeaders,
-      Optional.empty[Integer],
-      Optional.of(java.lang.Short.valueOf(deliveryCount))
-    )
+  private type Recording = RecordingShareConsumer
 
   private def consumerWith(records: Seq[ConsumerRecord[Array[Byte], Array[Byte]]]): (PooledShareConsumer, Recording) = {
-    val mock = new Recording(records)
+    val mock = new RecordingShareConsumer(records)
     val key  = ConsumerKey("mock-group", Map("max.poll.records" -> "10"), LockBudget(120000L), "subscribe=orders", "/tmp/checkpoint")
     (new PooledShareConsumer(key, _ => mock), mock)
   }
@@ -103,5 +62,36 @@ class PooledShareConsumerSuite extends AnyFunSuite {
     c.releaseHeld()
     assert(mock.acks.map(_._2).toSet == Set(AcknowledgeType.RELEASE) && mock.acks.size == 3 && mock.commits == 1)
     assert(c.holding == 0)
+  }
+
+  /**
+   * A client that joins the group at its `answerAt`-th poll: from then on the broker answers its fetches
+   * (Kafka's `fetch-total` counts them), with nothing, as for a group whose records other members hold.
+   */
+  private final class Joining(answerAt: Int) extends MockShareConsumer[Array[Byte], Array[Byte]] {
+    var polls         = 0
+    private val fetch = new MetricName("fetch-total", "consumer-share-fetch-manager-metrics", "", java.util.Map.of())
+    private val answers = new Metric {
+      def metricName: MetricName = fetch
+      def metricValue: AnyRef    = java.lang.Double.valueOf(math.max(0, polls - answerAt + 1).toDouble)
+    }
+    override def metrics(): java.util.Map[MetricName, _ <: Metric] = java.util.Map.of(fetch, answers)
+    override def poll(timeout: Duration): ConsumerRecords[Array[Byte], Array[Byte]] = {
+      polls += 1
+      Thread.sleep(math.min(timeout.toMillis, 100L)) // the mock returns at once; a client waits for the broker
+      super.poll(timeout)
+    }
+  }
+
+  test("a new consumer's first poll waits for the group's assignment, then no longer than its timeout once the broker answered") {
+    val mock    = new Joining(answerAt = 5)
+    val key     = ConsumerKey("mock-group", Map.empty, LockBudget(120000L), "subscribe=orders", "/tmp/checkpoint")
+    val c       = new PooledShareConsumer(key, _ => mock)
+    val started = System.nanoTime
+    assert(c.poll(Seq("orders"), 200).records.isEmpty)
+    val tookMs = (System.nanoTime - started) / 1000000L
+    assert(mock.polls >= 5, s"it stopped before the broker answered (${mock.polls} polls)")
+    // Without the answer it waits PooledShareConsumer.JoinTimeoutMs (12 s): an empty batch of new consumers lasted that long.
+    assert(tookMs < 4000L, s"the first poll took $tookMs ms after the broker had answered")
   }
 }

@@ -14,6 +14,9 @@ import io.github.kafkashare.spark.options.LockBudget
 /** The pool's reuse rules. A share consumer connects only when it polls, so no broker is needed. */
 class ShareConsumerPoolSuite extends AnyFunSuite {
 
+  // One pool for the tests below, as a JVM has one (without its evictor: they take no time to be evicted).
+  private val shared = new ShareConsumerPool(Clock.System, new PooledShareConsumer(_))
+
   // Nothing listens on port 1: these consumers never poll.
   private def freshKey() =
     ConsumerKey(
@@ -26,50 +29,50 @@ class ShareConsumerPoolSuite extends AnyFunSuite {
 
   test("a consumer given back is handed out again; only the first borrow creates one") {
     val key   = freshKey()
-    val first = ShareConsumerPool.borrow(key)
+    val first = shared.borrow(key)
     assert(first.newlyCreated)
-    ShareConsumerPool.giveBack(first)
-    val again = ShareConsumerPool.borrow(key)
+    shared.giveBack(first)
+    val again = shared.borrow(key)
     try {
       assert(again eq first)
       assert(!again.newlyCreated)
-    } finally ShareConsumerPool.discard(again)
+    } finally shared.discard(again)
   }
 
   test("a borrower waits for a consumer that a commit watcher is about to give back, instead of creating one") {
     val key  = freshKey()
-    val held = ShareConsumerPool.borrow(key)
-    ShareConsumerPool.expectBack(held) // as CommitWatcher.holdUntilCommitted does
-    val giver = new Thread(() => { Thread.sleep(300); ShareConsumerPool.giveBack(held) })
+    val held = shared.borrow(key)
+    shared.expectBack(held) // as CommitWatcher.holdUntilCommitted does
+    val giver = new Thread(() => { Thread.sleep(300); shared.giveBack(held) })
     giver.start()
-    val borrowed = ShareConsumerPool.borrow(key)
+    val borrowed = shared.borrow(key)
     giver.join()
     try {
       assert(borrowed eq held) // not a new consumer
-    } finally ShareConsumerPool.discard(borrowed)
+    } finally shared.discard(borrowed)
   }
 
   test("without consumers out with a commit watcher, an empty pool creates one at once") {
     val key     = freshKey()
     val started = System.nanoTime
-    val c       = ShareConsumerPool.borrow(key)
+    val c       = shared.borrow(key)
     try {
       assert(c.newlyCreated)
       assert((System.nanoTime - started) / 1000000L < ShareConsumerPool.MaxWaitForHeldMs)
-    } finally ShareConsumerPool.discard(c)
+    } finally shared.discard(c)
   }
 
   test("a consumer discarded by the watcher ends the wait too: the borrower then creates one") {
     val key  = freshKey()
-    val held = ShareConsumerPool.borrow(key)
-    ShareConsumerPool.expectBack(held)
-    ShareConsumerPool.discard(held)
+    val held = shared.borrow(key)
+    shared.expectBack(held)
+    shared.discard(held)
     val started = System.nanoTime
-    val c       = ShareConsumerPool.borrow(key)
+    val c       = shared.borrow(key)
     try {
       assert(c ne held)
       assert((System.nanoTime - started) / 1000000L < ShareConsumerPool.MaxWaitForHeldMs)
-    } finally ShareConsumerPool.discard(c)
+    } finally shared.discard(c)
   }
 
   private val conf = new SerializableHadoopConf(new Configuration)

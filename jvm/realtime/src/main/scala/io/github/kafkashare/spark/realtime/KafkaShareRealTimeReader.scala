@@ -1,6 +1,7 @@
 package io.github.kafkashare.spark.realtime
 
 import io.github.kafkashare.spark.reader.{KafkaShareInputPartition, RealTimeRecords}
+import io.github.kafkashare.spark.runtime.JvmResources
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.connector.metric.CustomTaskMetric
 import org.apache.spark.sql.connector.read.{InputPartition, PartitionReader, PartitionReaderFactory}
@@ -39,5 +40,5 @@ final class KafkaShareRealTimeReader(records: RealTimeRecords) extends SupportsR
 
 object KafkaShareRealTimeReaderFactory extends PartitionReaderFactory {
   override def createReader(partition: InputPartition): PartitionReader[InternalRow] =
-    new KafkaShareRealTimeReader(new RealTimeRecords(partition.asInstanceOf[KafkaShareInputPartition]))
+    new KafkaShareRealTimeReader(new RealTimeRecords(partition.asInstanceOf[KafkaShareInputPartition], JvmResources))
 }

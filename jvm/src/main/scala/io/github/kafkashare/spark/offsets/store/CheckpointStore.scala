@@ -1,7 +1,5 @@
 package io.github.kafkashare.spark.offsets.store
 
-import io.github.kafkashare.spark.runtime.JvmResources
-
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.{FileSystem, Path}
 import org.apache.hadoop.security.UserGroupInformation
@@ -51,6 +49,9 @@ trait CheckpointStore {
 
 object CheckpointStore {
 
+  // One per file system, user and CheckpointFileManager, for the life of the JVM.
+  private val stores = new java.util.concurrent.ConcurrentHashMap[String, CheckpointStore]()
+
   /**
    * The store of the file system `path` is on, for the current user. The configuration is read when
    * the store is made: the first one of a file system wins for the life of the JVM (as in Hadoop's own
@@ -62,7 +63,7 @@ object CheckpointStore {
     val scheme = Option(uri.getScheme).getOrElse("file")
     val user   = UserGroupInformation.getCurrentUser.getUserName
     val key    = s"$scheme://${Option(uri.getAuthority).getOrElse("")} $user ${conf.get(SparkCheckpointFileManager.ClassConf, "")}"
-    JvmResources.checkpointStore(key, if (scheme == "file") LocalCheckpointStore else HadoopCheckpointStore(path, conf))
+    stores.computeIfAbsent(key, _ => if (scheme == "file") LocalCheckpointStore else HadoopCheckpointStore(path, conf))
   }
 
 }

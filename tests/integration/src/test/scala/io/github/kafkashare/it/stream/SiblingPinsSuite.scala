@@ -2,12 +2,13 @@ package io.github.kafkashare.it.stream
 
 import scala.collection.mutable
 
-import io.github.kafkashare.spark.consumer.{ConsumerKey, ShareConsumerPool}
+import io.github.kafkashare.spark.consumer.ConsumerKey
 import io.github.kafkashare.spark.metrics.{QueryTotals, ShareSourceMetrics}
 import io.github.kafkashare.spark.offsets.{AcquisitionEntry, AcquisitionLog, DecisionLog, SerializableHadoopConf, SourceMarkers}
 import io.github.kafkashare.spark.offsets.TopicPartitionRanges
 import io.github.kafkashare.spark.options.{ExactlyOnceStrategy, LockBudget, OptionDeclarations}
-import io.github.kafkashare.spark.reader.{KafkaShareInputPartition, KafkaShareReaderFactory}
+import io.github.kafkashare.spark.reader.{KafkaShareInputPartition, KafkaShareReaderFactory, ReadTaskQuery}
+import io.github.kafkashare.spark.runtime.JvmResources
 import io.github.kafkashare.testkit.ReceivedRecord
 import org.apache.hadoop.conf.Configuration
 
@@ -57,7 +58,7 @@ class SiblingPinsSuite extends ShareStreamTest {
         reader.currentMetricsValues().map(m => m.name -> m.value).toMap
       } finally {
         reader.close()
-        ShareConsumerPool.closeIdle(task0.consumerKey) // leave the group now, not when the pool's evictor gets to it
+        JvmResources.consumerPool.closeIdle(task0.query.consumerKey) // leave the group now, not when the pool's evictor gets to it
       }
 
     info(s"sibling pinned ${pinnedBySibling.size}; task 0 emitted ${emitted.size}, metrics $metrics")
@@ -84,28 +85,30 @@ class SiblingPinsSuite extends ShareStreamTest {
       log: AcquisitionLog,
       conf: SerializableHadoopConf
   ): KafkaShareInputPartition = KafkaShareInputPartition(
+    ReadTaskQuery(
+      strategy = strategy,
+      consumerKey = ConsumerKey(group, Map("bootstrap.servers" -> bootstrap), LockBudget(15000), topic, checkpoint),
+      pollTimeoutMs = OptionDeclarations.DefaultPollTimeoutMs,
+      readDurationMs = 2000,
+      locks = LockBudget(15000),
+      includeHeaders = false,
+      failOnDataLoss = true,
+      log = log,
+      commitLogDir = s"$checkpoint/commits",
+      hadoopConf = conf,
+      holdUntilCommit = strategy.acceptsAfterCommit,
+      renewLocks = false,
+      explicitDefault = None,
+      decisions = new DecisionLog(checkpoint, conf),
+      markers = new SourceMarkers(checkpoint, conf),
+      poison = None
+    ),
     batch = 0,
     task = task,
     topics = Seq(topic),
     pinned = TopicPartitionRanges.empty,
     maxRecords = 1000,
-    strategy = strategy,
-    consumerKey = ConsumerKey(group, Map("bootstrap.servers" -> bootstrap), LockBudget(15000), topic, checkpoint),
-    pollTimeoutMs = OptionDeclarations.DefaultPollTimeoutMs,
-    readDurationMs = 2000,
-    lockDurationMs = 15000,
     deliveryLimit = Int.MaxValue,
-    includeHeaders = false,
-    failOnDataLoss = true,
-    log = log,
-    commitFile = s"$checkpoint/commits/0",
-    hadoopConf = conf,
-    totals = QueryTotals(spark.sparkContext).inTransit,
-    holdUntilCommit = strategy.acceptsAfterCommit,
-    renewLocks = false,
-    explicitDefault = None,
-    decisions = new DecisionLog(checkpoint, conf),
-    markers = new SourceMarkers(checkpoint, conf),
-    poison = None
+    totals = QueryTotals(spark.sparkContext).inTransit
   )
 }
