@@ -431,7 +431,7 @@ class ShareQuery:
                 "batch_sizes": [p["numInputRows"] for p in progress if p["numInputRows"] > 0],
                 "metrics": progress[-1]["sources"][0]["metrics"] if progress else {},
                 "progress": [(p["batchId"], p["numInputRows"], p["timestamp"], p["sources"][0]["metrics"]) for p in progress],
-                # Each batch's start and length: how long batches took after a restart (test_delivery.py).
+                # Each batch's start and length: how long batches took after a restart (test_recovery.py).
                 "batch_times": [
                     (p["batchId"], p["numInputRows"], p["timestamp"], p["durationMs"].get("triggerExecution", 0))
                     for p in progress

@@ -7,6 +7,7 @@ import scala.jdk.CollectionConverters._
 import io.github.kafkashare.spark.errors.ShareSourceErrors
 import io.github.kafkashare.spark.options.ShareSourceOptions
 import io.github.kafkashare.spark.planning.KafkaShareTable
+import io.github.kafkashare.spark.reader.RecordSchema
 import org.apache.spark.sql.connector.catalog.{Table, TableProvider}
 import org.apache.spark.sql.connector.expressions.Transform
 import org.apache.spark.sql.SQLContext

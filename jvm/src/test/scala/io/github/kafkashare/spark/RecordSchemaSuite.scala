@@ -1,5 +1,7 @@
 package io.github.kafkashare.spark
 
+import io.github.kafkashare.spark.reader.RecordSchema
+
 import org.apache.spark.sql.types._
 import org.apache.spark.sql.util.CaseInsensitiveStringMap
 import org.scalatest.funsuite.AnyFunSuite

@@ -36,7 +36,7 @@ import org.apache.spark.internal.Logging
  * If the commit does not come before the locks near their end (and cannot be renewed), the batch has
  * failed or is too slow: two-phase commit ACCEPTs, explicit mode RELEASEs ([[AcknowledgementPlan]] says why).
  *
- * One watcher per JVM serves every query ([[CommitWatcher.holdUntilCommitted]]); tests build their own
+ * One watcher per JVM serves every query (held by [[io.github.kafkashare.spark.runtime.JvmResources]]); tests build their own
  * with a clock they move by hand and call [[checkHolds]] themselves.
  *
  * @param clock dates the holds' deadlines

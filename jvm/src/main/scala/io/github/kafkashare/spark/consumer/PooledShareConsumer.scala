@@ -152,6 +152,11 @@ final class PooledShareConsumer(val key: ConsumerKey, open: Properties => ShareC
 
   private var joined = false
 
+  // After a joining consumer's first fetch answer, how long its poll still waits: a fetch round (the broker
+  // holds a fetch without records up to fetch.max.wait.ms) and half a second, for the other brokers' answers.
+  private val fetchRoundNanos =
+    (key.params.get("fetch.max.wait.ms").flatMap(_.toLongOption).getOrElse(PooledShareConsumer.DefaultFetchMaxWaitMs) + 500L) * 1000000L
+
   /**
    * Polls until a poll returns records or `timeoutMs` passes. Empty polls are repeated because a
    * consumer that just joined gets nothing until the group has assigned it partitions, which
@@ -178,7 +183,8 @@ final class PooledShareConsumer(val key: ConsumerKey, open: Properties => ShareC
     var joining         = !joined && waitForJoin
     val started         = System.nanoTime
     val ownWait         = started + timeoutMs * 1000000L
-    var deadline        = if (joining) math.max(ownWait, started + PooledShareConsumer.JoinTimeoutMs * 1000000L) else ownWait
+    val joinWait        = math.max(ownWait, started + PooledShareConsumer.JoinTimeoutMs * 1000000L)
+    var deadline        = if (joining) joinWait else ownWait
     var records         = Seq.empty[Record]
     var lastCall        = System.nanoTime
     val responsesBefore = fetchResponses
@@ -191,14 +197,14 @@ final class PooledShareConsumer(val key: ConsumerKey, open: Properties => ShareC
       // new consumers (a restart, consumers closed while idle) last 12 s where the poll timeout is 2.
       // One more fetch round first: with partitions on several brokers, the others answer a moment later.
       if (joining && fetchResponses > responsesBefore) {
-        deadline = math.max(ownWait, System.nanoTime + PooledShareConsumer.AfterFirstAnswerNanos)
+        deadline = math.min(joinWait, math.max(ownWait, System.nanoTime + fetchRoundNanos))
         joining = false
       }
     }
     records.foreach(held.add)
-    // After one full wait the consumer has its assignment (it comes with a heartbeat, every 5 s by
-    // default), whether or not records came: the group's other members may hold them all. Waiting the
-    // join time again would cost every later task of such a consumer 12 s for nothing.
+    // After its first poll the consumer has its assignment (the broker answered, or the join time passed),
+    // whether or not records came: the group's other members may hold them all. Waiting for the join again
+    // would cost every later task of such a consumer up to 12 s for nothing.
     if (waitForJoin || records.nonEmpty) joined = true
     // Records that came with a response during this poll were acquired as the broker answered, during
     // the last call. Without a response they came from the client's buffer (the client fetches only
@@ -377,8 +383,8 @@ final class PooledShareConsumer(val key: ConsumerKey, open: Properties => ShareC
 object PooledShareConsumer {
   val JoinTimeoutMs = 12000L
 
-  /** After a joining consumer's first fetch answer, how long its poll still waits: a fetch round (fetch.max.wait.ms, 500 by default) and some. */
-  private val AfterFirstAnswerNanos = 1000L * 1000000L
+  /** The longest a broker holds a share fetch without records (the client's fetch.max.wait.ms), when not set. */
+  private val DefaultFetchMaxWaitMs = 500L
 
   /** How long before its response reaches the client the broker may have acquired records, generously. */
   private val InFlightMarginNanos = 1000L * 1000000L

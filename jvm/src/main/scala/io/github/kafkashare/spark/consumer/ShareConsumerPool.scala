@@ -45,8 +45,8 @@ import org.apache.spark.internal.Logging
  *    query's `stopped` marker appearing in its checkpoint ([[SourceMarkers]], registered by `watch`).
  * No capacity limit: the pool holds at most as many consumers as tasks ran at once on this executor.
  *
- * One pool per JVM serves every query ([[ShareConsumerPool.shared]], held by
- * [[io.github.kafkashare.spark.runtime.JvmResources]]); tests build their own with a
+ * One pool per JVM serves every query (held by [[io.github.kafkashare.spark.runtime.JvmResources]],
+ * which read tasks are given as their runtime); tests build their own with a
  * clock they move by hand and call [[evictIdle]] themselves.
  *
  * @param clock tells how long consumers have been idle (the pool dates them when they come back; a carry

@@ -1,6 +1,5 @@
 package io.github.kafkashare.spark.diagnostics
 
-import io.github.kafkashare.spark.ConnectorInfo
 import org.apache.spark.sql.api.java.UDF0
 
 /**

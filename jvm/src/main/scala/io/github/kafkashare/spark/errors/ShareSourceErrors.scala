@@ -166,7 +166,7 @@ object ShareSourceErrors {
       "version" -> version,
       "writer"  -> writer,
       "newest"  -> newest,
-      "ours"    -> io.github.kafkashare.spark.ConnectorInfo.version
+      "ours"    -> io.github.kafkashare.spark.diagnostics.ConnectorInfo.version
     )
 
   def unsupportedOffsetVersion(version: Int, newest: Int, json: String): ShareSourceException =

@@ -2,7 +2,7 @@ package io.github.kafkashare.spark.offsets
 
 import java.util.regex.Pattern
 
-import io.github.kafkashare.spark.ConnectorInfo
+import io.github.kafkashare.spark.diagnostics.ConnectorInfo
 import io.github.kafkashare.spark.errors.ShareSourceErrors
 
 /**

@@ -40,15 +40,13 @@ private[planning] final class BatchPlanning(
   /** The group's delivery count limit, as last read. */
   def deliveryLimitNow: Option[Int] = deliveryLimit.current
 
-  /**
-   * The batches before `start`: their entries and what was released of them. Warns of records on their
-   * last delivery attempt, and resolves the topics again (a pattern's may have changed).
-   */
-  def previousOf(start: ShareSourceOffset): (Seq[AcquisitionEntry], TopicPartitionRanges) = {
-    val (entries, released) = previous.of(start)
+  /** The batches before `start`: their entries and what was released of them. */
+  def previousOf(start: ShareSourceOffset): (Seq[AcquisitionEntry], TopicPartitionRanges) = previous.of(start)
+
+  /** Before a look: warns of records on their last delivery attempt, and resolves the topics again (a pattern's may have changed). */
+  def refreshTopics(): Unit = {
     deliveryLimit.warnOfLastAttempts()
     resolved = cluster.resolveTopics()
-    (entries, released)
   }
 
   /** What a batch after `start` must not emit again, and where the topics end (the backlog noted). */

@@ -111,6 +111,7 @@ class KafkaShareMicroBatchStream(
     val start               = ShareSourceOffset.of(startOffset)
     val (entries, released) = planning.previousOf(start)
     noteLastBatch(start, entries)
+    planning.refreshTopics()
     if (planning.topics.isEmpty) return waitForTopic(start)
     saidNoTopic = false
     val Looked(ends, startOffsets, pinned, now) = planning.look(start, entries, released)
@@ -238,7 +239,7 @@ class KafkaShareMicroBatchStream(
     catch { case NonFatal(e) => logWarning("kafka-share: could not mark the query stopped", e) }
     try JvmResources.commitWatcherIfStarted.foreach(_.endHoldsOf(readTasks.consumerKey.query))
     catch { case NonFatal(e) => logWarning("kafka-share: ending the query's held batches failed", e) }
-    JvmResources.consumerPool.closeIdle(readTasks.consumerKey)
+    JvmResources.consumerPoolIfStarted.foreach(_.closeIdle(readTasks.consumerKey))
     cluster.close()
   }
 

@@ -2,7 +2,7 @@ package io.github.kafkashare.spark.planning
 
 import java.util
 
-import io.github.kafkashare.spark.RecordSchema
+import io.github.kafkashare.spark.reader.RecordSchema
 import io.github.kafkashare.spark.errors.ShareSourceErrors
 import io.github.kafkashare.spark.metrics.ShareSourceMetrics
 import io.github.kafkashare.spark.options.{ShareSourceOptions, Subscription}

@@ -40,7 +40,8 @@ final class RealTimePlanning private[planning] (
       case _                                                        =>
     }
     val (entries, released) = planning.previousOf(start)
-    val topics              = planning.topics
+    planning.refreshTopics()
+    val topics = planning.topics
     // A pattern that matches nothing yet: the tasks wait out the batch (a topic may appear by the next).
     val looked = if (topics.isEmpty) None else Some(planning.look(start, entries, released))
     if (looked.isEmpty) planning.noTopic()

@@ -20,13 +20,11 @@ final class KafkaSharePartitionReader(partition: KafkaShareInputPartition, runti
   private type Record = PooledShareConsumer.Record
 
   private var acquisition: Option[PinnedPolls] = None
-  private val task                             = new ReadTaskBase(partition)
   // Held batches are acknowledged after the task that acquired them ended; the next task here reports it.
-  locally {
-    val late = runtime.commitWatcherIfStarted.fold(CommitWatcher.Counts(0, 0, 0))(_.takeCounts(partition.query.consumerKey))
-    task.counters.add(Metrics.Accepted, late.accepted); task.counters.add(Metrics.Released, late.released)
-    task.counters.add(Metrics.Rejected, late.rejected)
-  }
+  private val late = runtime.commitWatcherIfStarted.fold(CommitWatcher.Counts(0, 0, 0))(_.takeCounts(partition.query.consumerKey))
+  private val task = new ReadTaskBase(partition) // last but for what cannot fail: it counts the task as running
+  task.counters.add(Metrics.Accepted, late.accepted); task.counters.add(Metrics.Released, late.released)
+  task.counters.add(Metrics.Rejected, late.rejected)
   private lazy val rows: Iterator[InternalRow] = {
     def records =
       if (partition.query.log.read(partition.batch, partition.task).isDefined) replaySealed()

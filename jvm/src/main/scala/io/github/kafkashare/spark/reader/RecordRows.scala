@@ -6,7 +6,7 @@ import org.apache.spark.sql.catalyst.expressions.GenericInternalRow
 import org.apache.spark.sql.catalyst.util.GenericArrayData
 import org.apache.spark.unsafe.types.UTF8String
 
-/** Kafka records to rows of [[io.github.kafkashare.spark.RecordSchema]]. */
+/** Kafka records to rows of [[RecordSchema]]. */
 object RecordRows {
 
   /** @param deliveryCount as acquired (a replay passes the logged count, so a re-read is identical) */

@@ -56,6 +56,9 @@ object JvmResources extends TaskRuntime with Logging {
     pool
   }
 
+  /** The pool, if a read task ever started it: a stop on a driver that ran none has nothing to close. */
+  def consumerPoolIfStarted: Option[ShareConsumerPool] = Option(pool)
+
   /** This JVM's commit watcher, its thread started by the first hold. */
   def commitWatcher: CommitWatcher = {
     if (watcher == null) synchronized {

@@ -66,9 +66,10 @@ class PooledShareConsumerSuite extends AnyFunSuite {
 
   /**
    * A client that joins the group at its `answerAt`-th poll: from then on the broker answers its fetches
-   * (Kafka's `fetch-total` counts them), with nothing, as for a group whose records other members hold.
+   * (Kafka's `fetch-total` counts them), with nothing, as for a group whose records other members hold;
+   * at its `recordsAt`-th poll a record comes (another broker's answer, a moment later).
    */
-  private final class Joining(answerAt: Int) extends MockShareConsumer[Array[Byte], Array[Byte]] {
+  private final class Joining(answerAt: Int, recordsAt: Int = Int.MaxValue) extends MockShareConsumer[Array[Byte], Array[Byte]] {
     var polls         = 0
     private val fetch = new MetricName("fetch-total", "consumer-share-fetch-manager-metrics", "", java.util.Map.of())
     private val answers = new Metric {
@@ -79,6 +80,7 @@ class PooledShareConsumerSuite extends AnyFunSuite {
     override def poll(timeout: Duration): ConsumerRecords[Array[Byte], Array[Byte]] = {
       polls += 1
       Thread.sleep(math.min(timeout.toMillis, 100L)) // the mock returns at once; a client waits for the broker
+      if (polls == recordsAt) addRecord(record(0))
       super.poll(timeout)
     }
   }
@@ -93,5 +95,13 @@ class PooledShareConsumerSuite extends AnyFunSuite {
     assert(mock.polls >= 5, s"it stopped before the broker answered (${mock.polls} polls)")
     // Without the answer it waits PooledShareConsumer.JoinTimeoutMs (12 s): an empty batch of new consumers lasted that long.
     assert(tookMs < 4000L, s"the first poll took $tookMs ms after the broker had answered")
+  }
+
+  test("records that come a moment after the broker's first answer still reach the first poll (a fetch round later)") {
+    val mock = new Joining(answerAt = 5, recordsAt = 7)
+    val key  = ConsumerKey("mock-group", Map.empty, LockBudget(120000L), "subscribe=orders", "/tmp/checkpoint")
+    val c    = new PooledShareConsumer(key, _ => mock)
+    // The poll timeout is shorter than the time to join: without a fetch round's grace it would end at the first answer.
+    assert(c.poll(Seq("orders"), 200).records.map(_.offset) == Seq(0L))
   }
 }

@@ -1,6 +1,7 @@
 package io.github.kafkashare.spark.offsets
 
-import io.github.kafkashare.spark.{ConnectorInfo, UnitTestDirs}
+import io.github.kafkashare.spark.UnitTestDirs
+import io.github.kafkashare.spark.diagnostics.ConnectorInfo
 import io.github.kafkashare.spark.errors.ShareSourceException
 import org.apache.hadoop.conf.Configuration
 import org.scalatest.funsuite.AnyFunSuite

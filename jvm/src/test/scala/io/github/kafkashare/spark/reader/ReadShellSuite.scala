@@ -113,10 +113,11 @@ class ReadShellSuite extends AnyFunSuite {
   }
 
   test("records whose lock ran out while a poison record went to the dead-letter topic are given back, not pinned") {
-    // A 3 s lock, pinnable while younger than 2.4 s; the dead-letter write takes 2.5 s.
-    val task    = taskOf(ExactlyOnceStrategy.None, lockMs = 3000L, poison = Some(PoisonPolicy(maxDeliveries = 1, Some("dead"))))
+    // A 5 s lock, pinnable while younger than 4 s; a poll's records count as acquired up to a second before it
+    // returned (PooledShareConsumer's in-flight margin), and the dead-letter write takes 3.5 s.
+    val task    = taskOf(ExactlyOnceStrategy.None, lockMs = 5000L, poison = Some(PoisonPolicy(maxDeliveries = 1, Some("dead"))))
     val mock    = new RecordingShareConsumer(record(0, deliveryCount = 2) +: (1L until 6L).map(record(_)))
-    val emitted = read(task, mock, producer = new SlowDeadLetters(2500))
+    val emitted = read(task, mock, producer = new SlowDeadLetters(3500))
     assert(emitted.isEmpty, "records past the pinnable age were pinned: another member may have them by now")
     assert(mock.lastAckOf(0L) == AcknowledgeType.REJECT)
     assert((1L until 6L).forall(mock.lastAckOf(_) == AcknowledgeType.RELEASE))

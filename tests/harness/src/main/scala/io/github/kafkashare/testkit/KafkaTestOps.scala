@@ -92,8 +92,17 @@ final class KafkaTestOps(bootstrapServers: String) {
   private def alterConfigs(resource: ConfigResource, configs: Map[String, String]): Unit = {
     val admin = KafkaBroker.admin(bootstrapServers)
     val ops   = configs.map { case (k, v) => new AlterConfigOp(new ConfigEntry(k, v), AlterConfigOp.OpType.SET) }
-    try admin.incrementalAlterConfigs(Map(resource -> ops.asJavaCollection).asJava).all().get(30, TimeUnit.SECONDS)
-    finally admin.close()
+    try {
+      admin.incrementalAlterConfigs(Map(resource -> ops.asJavaCollection).asJava).all().get(30, TimeUnit.SECONDS)
+      // The broker applies a config from the metadata log a moment after the controller took it: a look right
+      // after (the source's, at its start) could still see the old value. Wait until it shows, 10 s at most.
+      val until = System.nanoTime + TimeUnit.SECONDS.toNanos(10)
+      def shown: Boolean = {
+        val now = admin.describeConfigs(Collections.singleton(resource)).all().get(30, TimeUnit.SECONDS).get(resource)
+        configs.forall { case (k, v) => Option(now.get(k)).exists(_.value == v) }
+      }
+      while (!shown && System.nanoTime < until) Thread.sleep(100)
+    } finally admin.close()
   }
 
   /** A new share group starts at the log end (`latest`); tests want everything produced before it joins. */

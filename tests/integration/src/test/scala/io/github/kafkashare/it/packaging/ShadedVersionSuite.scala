@@ -49,7 +49,7 @@ final class ShadedVersionSuite extends AnyFunSuite {
     )
     val loader = new URLClassLoader(urls, ClassLoader.getPlatformClassLoader)
     try {
-      val info     = loader.loadClass("io.github.kafkashare.spark.ConnectorInfo$")
+      val info     = loader.loadClass("io.github.kafkashare.spark.diagnostics.ConnectorInfo$")
       val module   = info.getField("MODULE$").get(null)
       val reported = info.getMethod("kafkaClientsVersion").invoke(module)
       assert(reported == bundled, s"the shaded client said it is kafka-clients $reported")

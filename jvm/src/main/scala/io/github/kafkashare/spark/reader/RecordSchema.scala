@@ -1,4 +1,4 @@
-package io.github.kafkashare.spark
+package io.github.kafkashare.spark.reader
 
 import org.apache.spark.sql.types._
 

@@ -1,4 +1,4 @@
-package io.github.kafkashare.spark
+package io.github.kafkashare.spark.diagnostics
 
 import java.util.Properties
 
@@ -10,7 +10,7 @@ object ConnectorInfo {
   /** The project version, written into the jar by the build. */
   lazy val version: String = {
     val props = new Properties
-    val in    = getClass.getResourceAsStream("version.properties")
+    val in    = getClass.getResourceAsStream("/io/github/kafkashare/spark/version.properties") // where the build writes it
     if (in != null)
       try props.load(in)
       finally in.close()
