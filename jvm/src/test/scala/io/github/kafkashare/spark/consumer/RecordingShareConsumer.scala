@@ -13,18 +13,15 @@ import org.apache.kafka.common.record.TimestampType
 /**
  * Kafka's MockShareConsumer, remembering what it was told: acknowledgements in order, commits, polls. It
  * takes records only for subscribed topics, and a pooled consumer subscribes at its first poll: `waiting`
- * are added then, and `later` one poll's worth at each poll after.
+ * are added then.
  */
-final class RecordingShareConsumer(
-    var waiting: Seq[ConsumerRecord[Array[Byte], Array[Byte]]],
-    var later: Seq[Seq[ConsumerRecord[Array[Byte], Array[Byte]]]] = Nil
-) extends MockShareConsumer[Array[Byte], Array[Byte]] {
+final class RecordingShareConsumer(var waiting: Seq[ConsumerRecord[Array[Byte], Array[Byte]]])
+    extends MockShareConsumer[Array[Byte], Array[Byte]] {
   val acks    = mutable.Buffer.empty[(Long, AcknowledgeType)]
   var commits = 0
   var polls   = 0
   override def poll(timeout: Duration): ConsumerRecords[Array[Byte], Array[Byte]] = {
     polls += 1
-    if (waiting.isEmpty && later.nonEmpty) { waiting = later.head; later = later.tail }
     waiting.foreach(addRecord)
     waiting = Nil
     super.poll(timeout)
