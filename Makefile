@@ -9,6 +9,7 @@ include versions.properties
 SBT     := build/sbt
 VENV    := .venv
 VENV_OLDEST := .venv-spark-oldest
+VENV_BETWEEN := .venv-spark-between
 PY      := $(VENV)/bin/python
 JAR     := jvm/target/scala-2.13/spark-kafka-share_2.13-$(project.version).jar
 PKG     := python/src/spark_kafka_share
@@ -57,7 +58,7 @@ test:
 	@echo "make test: minutes per suite (target/test-timings.txt; test-setup ran beside test-jvm)"; cat target/test-timings.txt
 
 # No sbt here: test-jvm's sbt fetches the rest (two sbt clients in one build would wait on each other).
-test-setup: $(VENV)/installed-tools $(VENV_OLDEST)/installed-runtime $(DELTA_JARS) $(GCS) $(SPARK_CLASSES) $(SPARK_CLASSES_OLDEST)
+test-setup: $(VENV)/installed-tools $(VENV_OLDEST)/installed-runtime $(VENV_BETWEEN)/installed-runtime $(DELTA_JARS) $(GCS) $(SPARK_CLASSES) $(SPARK_CLASSES_OLDEST)
 
 # Runs the target after `timed-` and notes its wall-clock time in target/test-timings.txt.
 timed-%:
@@ -109,12 +110,15 @@ bench-cost: $(VENV)/installed-wheel $(VENV)/installed-tools target/bench/tools.c
 # Delta sink test, and checkpoints on S3 through that Spark's older S3A, with a driver crash (and the race of two
 # attempts on GCS)
 # (every strategy on every broker runs on that Spark line in the stream suites of tests/integration).
-test-compat: $(VENV_OLDEST)/installed-wheel $(SPARK_CLASSES_OLDEST) $(DELTA_JARS) $(S3_JARS) $(GCS)
+# Then the check of Spark's internals on the line between (pyspark.between), which no test JVM runs.
+test-compat: $(VENV_OLDEST)/installed-wheel $(VENV_BETWEEN)/installed-wheel $(SPARK_CLASSES_OLDEST) $(DELTA_JARS) $(S3_JARS) $(GCS)
 	KAFKASHARE_RESULTS=target/test-results-spark-oldest KAFKASHARE_DELTA_JARS=$$(cat $(DELTA_JARS)) \
 		$(VENV_OLDEST)/bin/python -m pytest -n 2 --dist loadgroup --durations=10 --junitxml=target/test-results-spark-oldest/pytest.xml \
 		tests/python/test_spark_provider.py tests/python/test_package.py tests/python/test_delivery.py \
-		tests/python/test_delta_sink.py tests/python/test_object_store.py \
+		tests/python/test_delta_sink.py tests/python/test_object_store.py tests/python/test_spark_internals.py \
 		-m "not long" -k "not loses_nothing or s3_loses_nothing and two-phase-commit"
+	KAFKASHARE_RESULTS=target/test-results-spark-between $(VENV_BETWEEN)/bin/python -m pytest --junitxml=target/test-results-spark-between/pytest.xml \
+		tests/python/test_spark_internals.py
 
 # The JVM writes the archive when the application ends (tests/python/spark_apps/class_archive.py says what it loads).
 # A speed-up, never a condition: where it cannot be written, the tests run without it (the log says why).
@@ -146,6 +150,15 @@ $(VENV_OLDEST)/installed-runtime: versions.properties
 
 $(VENV_OLDEST)/installed-wheel: $(WHEEL) $(HARNESS) $(VENV_OLDEST)/installed-runtime
 	$(VENV_OLDEST)/bin/python -m pip install --quiet --no-compile --force-reinstall --no-deps $(WHEEL)
+	@touch $@
+
+$(VENV_BETWEEN)/installed-runtime: versions.properties
+	python3 -m venv $(VENV_BETWEEN)
+	$(VENV_BETWEEN)/bin/python -m pip install --quiet --no-compile pyspark==$(pyspark.between) pytest==$(pytest)
+	@touch $@
+
+$(VENV_BETWEEN)/installed-wheel: $(WHEEL) $(VENV_BETWEEN)/installed-runtime
+	$(VENV_BETWEEN)/bin/python -m pip install --quiet --no-compile --force-reinstall --no-deps $(WHEEL)
 	@touch $@
 
 # What a healthy stream's metrics look like, from a real run: docs/images/healthy-stream.png (docs/reference/metrics.md).
@@ -285,4 +298,4 @@ $(VENV)/installed-tools: $(VENV)/installed-runtime
 	@touch $@
 
 clean:
-	rm -rf target */target tests/*/target project/target project/project dist python/build $(PKG)/jars $(PKG)/_version.py $(VENV) $(VENV_OLDEST)
+	rm -rf target */target tests/*/target project/target project/project dist python/build $(PKG)/jars $(PKG)/_version.py $(VENV) $(VENV_OLDEST) $(VENV_BETWEEN)

@@ -345,7 +345,8 @@ lazy val integration = project
       // since most of a stream suite's time is waiting (see testForkedParallel below; docs/internals/testing.md).
       "-XX:ActiveProcessorCount=4",
       s"-Dkafkashare.root=${(LocalRootProject / baseDirectory).value}",
-      s"-Dkafkashare.broker.versions=${brokerVersions.mkString(",")}"
+      s"-Dkafkashare.broker.versions=${brokerVersions.mkString(",")}",
+      s"-Dkafkashare.spark=${pin("spark")}"
     ),
     Test / testOptions += Tests.Argument(TestFrameworks.ScalaTest, "-oD"),
     Test / envVars ++= testBrokerEnv,

@@ -76,3 +76,43 @@ def test_no_package_imports_itself_back() -> None:
 def test_the_cycle_check_finds_a_cycle() -> None:
     assert _cycle({"a": {"b": {"A.scala"}}, "b": {"c": {"B.scala"}}, "c": {"a": {"C.scala"}}}) == ["a", "b", "c", "a"]
     assert _cycle({"a": {"b": {"A.scala"}}, "b": {}}) == []
+
+
+# What only the `sparkinternals` package may name: Spark's classes outside its public API (Catalyst's but the
+# InternalRow a data source hands Spark, the execution and unsafe packages), Spark's classes by name (reflection),
+# the local properties Spark sets on a query's thread, the master string, and the checkpoint's layout.
+SPARK_INTERNALS = {
+    "a Catalyst class other than InternalRow": r"org\.apache\.spark\.sql\.catalyst\.(?!InternalRow\b)\w",
+    "Spark's execution package": r"org\.apache\.spark\.sql\.execution\b",
+    "Spark's unsafe package": r"org\.apache\.spark\.unsafe\b",
+    "a Spark class by name": r'"org\.apache\.spark\.',
+    "a local property of Spark's": r"getLocalProperty|\"streaming\.sql\.batchId\"|\"sql\.streaming\.queryId\"",
+    "the master string": r"\.master\b",
+    "the checkpoint's layout": r'"(?:sources|offsets|commits)"',
+}
+
+
+def _spark_internals_named(text: str) -> list[str]:
+    return [what for what, pattern in SPARK_INTERNALS.items() if re.search(pattern, re.sub(r"//[^\n]*", "", text))]
+
+
+def test_only_the_sparkinternals_package_names_sparks_internals() -> None:
+    named = {}
+    for source in SOURCES:
+        for file in (source / PREFIX).rglob("*.scala"):
+            if "sparkinternals" not in file.parts:
+                found = _spark_internals_named(file.read_text())
+                if found:
+                    named[str(file.relative_to(ROOT))] = found
+    assert not named, f"move these behind io.github.kafkashare.spark.sparkinternals: {named}"
+
+
+def test_the_spark_internals_rule_finds_each_kind() -> None:
+    assert _spark_internals_named("import org.apache.spark.sql.catalyst.InternalRow\nimport org.apache.spark.sql.types._") == []
+    assert _spark_internals_named("import org.apache.spark.sql.catalyst.expressions.GenericInternalRow") == [
+        "a Catalyst class other than InternalRow"
+    ]
+    assert _spark_internals_named('sc.getLocalProperty("streaming.sql.batchId")') == ["a local property of Spark's"]
+    assert _spark_internals_named('new Path(root, "commits")') == ["the checkpoint's layout"]
+    assert _spark_internals_named('Class.forName("org.apache.spark.sql.connector.X")') == ["a Spark class by name"]
+    assert _spark_internals_named("sc.master match {") == ["the master string"]

@@ -13,7 +13,7 @@ import io.github.kafkashare.spark.offsets._
 import io.github.kafkashare.spark.options.ShareSourceOptions
 import io.github.kafkashare.spark.reader.KafkaShareReaderFactory
 import io.github.kafkashare.spark.runtime.JvmResources
-import org.apache.hadoop.fs.Path
+import io.github.kafkashare.spark.sparkinternals.CheckpointLayout
 import org.apache.spark.internal.Logging
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.connector.read.{InputPartition, PartitionReaderFactory}
@@ -58,15 +58,15 @@ class KafkaShareMicroBatchStream(
   private val lockDurationMs = settings.lockDurationMs
   private val acquisitions   = new AcquisitionLog(checkpointDir, hadoopConf)
   private val decisions      = new DecisionLog(checkpointDir, hadoopConf)
-  private val queryRoot      = new Path(checkpointDir).getParent.getParent
-  private val commitLogDir   = new Path(queryRoot, "commits")
+  private val layout         = CheckpointLayout(checkpointDir)
+  private val commitLogDir   = layout.commits
   private val markers        = new SourceMarkers(checkpointDir, hadoopConf)
   markers.clearStopped() // a stop of an earlier run of this query: its executors' consumers are closed
   private val stopWatch = new StopWatch(markers)
   // Spark builds the source on the stream thread; after a restart it may run the batch it finds in the
   // offset log without asking latestOffset first, and that batch can be stopped too.
   stopWatch.noteStreamThread()
-  private val sparkBatchIds = new SparkBatchIds(new Path(queryRoot, "offsets"), hadoopConf)
+  private val sparkBatchIds = new SparkBatchIds(layout.offsets, hadoopConf)
   private val planning      = new BatchPlanning(options, cluster, settings, acquisitions, decisions, totals)
   private val readTasks =
     new ReadTaskPlanner(

@@ -4,6 +4,7 @@ import io.github.kafkashare.spark.errors.ShareSourceErrors
 import io.github.kafkashare.spark.offsets.{AcquisitionLog, ShareSourceOffset, TopicPartitionRanges}
 import io.github.kafkashare.spark.options.{AcknowledgmentMode, ShareSourceOptions}
 import io.github.kafkashare.spark.reader.{HandedOver, RealTimeTaskEnd}
+import io.github.kafkashare.spark.sparkinternals.{SparkBatchId, TaskSlots}
 import org.apache.spark.internal.Logging
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.connector.read.streaming.PartitionOffset
@@ -85,7 +86,7 @@ private[planning] object RealTimeBatches extends Logging {
       case AcknowledgmentMode.Implicit => ShareSourceErrors.realTimeHoldsRecords("kafka.share.exactly.once.strategy", options.strategy.name)
     }
     if (options.maxRecordsPerTrigger.nonEmpty) throw ShareSourceErrors.realTimeMaxRecords()
-    taskSlots(spark) match {
+    TaskSlots.of(spark) match {
       case Some(slots) if parallelism > slots => throw ShareSourceErrors.realTimeTooFewSlots(parallelism, slots)
       case Some(_)                            =>
       case None =>
@@ -94,35 +95,9 @@ private[planning] object RealTimeBatches extends Logging {
     }
   }
 
-  private val LocalN        = """local\[(\d+|\*)(?:,\d+)?\]""".r
-  private val LocalClusterN = """local-cluster\[\s*(\d+)\s*,\s*(\d+)\s*,.*\]""".r
-
-  /**
-   * The tasks the application can run at once, where it can be told: the master's cores in local and
-   * local-cluster mode, else the registered executors times spark.executor.cores (Spark's default
-   * parallelism without it), divided by the cores a task takes. Other queries of the application take
-   * slots too: each real-time query holds `kafka.share.parallelism` of them for as long as it runs.
-   */
-  def taskSlots(spark: SparkSession): Option[Int] = {
-    val sc       = spark.sparkContext
-    val taskCpus = math.max(1, sc.getConf.getInt("spark.task.cpus", 1))
-    val cores = sc.master match {
-      case "local"                     => Some(1)
-      case LocalN("*")                 => Some(Runtime.getRuntime.availableProcessors)
-      case LocalN(n)                   => Some(n.toInt)
-      case LocalClusterN(workers, per) => Some(workers.toInt * per.toInt)
-      case _ =>
-        val executors = sc.getExecutorMemoryStatus.size - 1 // the driver's block manager is listed too
-        if (executors <= 0) None
-        else Some(sc.getConf.getOption("spark.executor.cores").map(_.toInt * executors).getOrElse(sc.defaultParallelism))
-    }
-    cores.map(_ / taskCpus)
-  }
-
   /**
    * The id of the batch Spark runs now: Spark sets it on the query's thread before it plans the batch's
    * scan (MicroBatchExecution.BATCH_ID_KEY), which is where real-time mode asks for the partitions.
    */
-  def sparkBatchId(): Option[Long] =
-    Option(SparkSession.active.sparkContext.getLocalProperty(SparkBatchIds.Property)).flatMap(_.toLongOption)
+  def sparkBatchId(): Option[Long] = SparkBatchId.onThisThread()
 }

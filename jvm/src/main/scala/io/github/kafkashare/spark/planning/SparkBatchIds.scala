@@ -2,15 +2,15 @@ package io.github.kafkashare.spark.planning
 
 import io.github.kafkashare.spark.offsets.SerializableHadoopConf
 import io.github.kafkashare.spark.offsets.store.CheckpointStore
+import io.github.kafkashare.spark.sparkinternals.SparkBatchId
 import org.apache.hadoop.fs.Path
-import org.apache.spark.sql.SparkSession
 
 /**
  * The id Spark gives the batch whose offsets the source is asked for (in latestOffset), so that a
  * batch of this source carries Spark's id: the one foreachBatch receives, the commit log's file name.
  *
- * Spark does not pass it. It sets the local property `streaming.sql.batchId` on the query's thread
- * when it runs a batch, so while it plans the next one the property holds the last id it ran: the
+ * Spark does not pass it. It sets a local property on the query's thread when it runs a batch
+ * ([[SparkBatchId]]), so while it plans the next one the property holds the last id it ran: the
  * next is one more. Before this run of the query ran any batch, the offset log tells: Spark runs an
  * unfinished last batch again first (without asking the source), so a new batch gets the id after the
  * log's last. And ids only grow: when the source returns a new offset, Spark runs a batch with it.
@@ -36,12 +36,5 @@ final class SparkBatchIds(offsetLogDir: Path, hadoopConf: SerializableHadoopConf
     id
   }
 
-  private def ranByThisThread: Option[Long] =
-    Option(SparkSession.active.sparkContext.getLocalProperty(SparkBatchIds.Property)).flatMap(_.toLongOption)
-}
-
-object SparkBatchIds {
-
-  /** MicroBatchExecution.BATCH_ID_KEY, by value: Spark's class is internal. */
-  val Property = "streaming.sql.batchId"
+  private def ranByThisThread: Option[Long] = SparkBatchId.onThisThread()
 }

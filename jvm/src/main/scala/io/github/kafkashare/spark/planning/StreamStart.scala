@@ -6,6 +6,7 @@ import io.github.kafkashare.spark.metrics.QueryTotals
 import io.github.kafkashare.spark.offsets.{AcquisitionLog, DecisionLog, SerializableHadoopConf}
 import io.github.kafkashare.spark.offsets.store.CheckpointStore
 import io.github.kafkashare.spark.options.{AcknowledgmentMode, LockBudget, ShareSourceOptions}
+import io.github.kafkashare.spark.sparkinternals.{QuerySink, RealTimeMode}
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.Path
 import org.apache.spark.internal.Logging
@@ -67,23 +68,6 @@ object StreamStart extends Logging {
     }
   }
 
-  /** Spark's real-time interfaces (Spark 4.1 and later), and our stream that has them (built against 4.1, jvm/realtime/). */
-  private val RealTimeInterface = "org.apache.spark.sql.connector.read.streaming.SupportsRealTimeMode"
-  private val RealTimeStream    = "io.github.kafkashare.spark.realtime.KafkaShareRealTimeStream"
-
-  private lazy val realTimeStream: Option[java.lang.reflect.Constructor[_]] = {
-    def load(name: String): Option[Class[_]] =
-      try Some(Class.forName(name, true, getClass.getClassLoader))
-      catch {
-        case _: ClassNotFoundException => None
-        case e: LinkageError => // a Spark whose interfaces changed again: micro-batch still runs
-          logWarning(s"kafka-share: cannot load $name on this Spark; real-time mode is unavailable", e)
-          None
-      }
-    // On Spark 4.0 the interface is missing and the subclass cannot load: the query runs micro-batches only.
-    load(RealTimeInterface).flatMap(_ => load(RealTimeStream)).map(_.getConstructors.head)
-  }
-
   /** The stream, with Spark's real-time interfaces where this Spark has them: real time is Spark's choice, by trigger. */
   private def newStream(
       options: ShareSourceOptions,
@@ -93,7 +77,7 @@ object StreamStart extends Logging {
       hadoopConf: SerializableHadoopConf,
       totals: QueryTotals,
       explicit: Option[ExplicitQueries.Registration]
-  ): KafkaShareMicroBatchStream = realTimeStream match {
+  ): KafkaShareMicroBatchStream = RealTimeMode.streamConstructor match {
     case Some(constructor) =>
       try constructor.newInstance(options, checkpointDir, cluster, settings, hadoopConf, totals, explicit).asInstanceOf[
           KafkaShareMicroBatchStream

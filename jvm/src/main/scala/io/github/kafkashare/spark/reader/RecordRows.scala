@@ -1,10 +1,8 @@
 package io.github.kafkashare.spark.reader
 
 import org.apache.kafka.clients.consumer.ConsumerRecord
+import io.github.kafkashare.spark.sparkinternals.CatalystRows
 import org.apache.spark.sql.catalyst.InternalRow
-import org.apache.spark.sql.catalyst.expressions.GenericInternalRow
-import org.apache.spark.sql.catalyst.util.GenericArrayData
-import org.apache.spark.unsafe.types.UTF8String
 
 /** Kafka records to rows of [[RecordSchema]]. */
 object RecordRows {
@@ -14,7 +12,7 @@ object RecordRows {
     val values = new Array[Any](if (includeHeaders) 9 else 8)
     values(0) = record.key
     values(1) = record.value
-    values(2) = UTF8String.fromString(record.topic)
+    values(2) = CatalystRows.string(record.topic)
     values(3) = record.partition
     values(4) = record.offset
     values(5) = record.timestamp * 1000L // Spark timestamps are microseconds
@@ -23,10 +21,8 @@ object RecordRows {
     if (includeHeaders) {
       val headers = record.headers.toArray
       values(8) = if (headers.isEmpty) null
-      else new GenericArrayData(headers.map { h =>
-        new GenericInternalRow(Array[Any](UTF8String.fromString(h.key), h.value))
-      })
+      else CatalystRows.array(headers.map(h => CatalystRows.row(Array[Any](CatalystRows.string(h.key), h.value))))
     }
-    new GenericInternalRow(values)
+    CatalystRows.row(values)
   }
 }

@@ -2,6 +2,7 @@ package io.github.kafkashare.spark.offsets.store
 
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.{FileSystem, Path}
+import io.github.kafkashare.spark.sparkinternals.SparkCheckpointFileManager
 import org.apache.hadoop.security.UserGroupInformation
 
 /**

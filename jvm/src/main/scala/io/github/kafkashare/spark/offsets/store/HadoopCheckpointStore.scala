@@ -3,6 +3,7 @@ package io.github.kafkashare.spark.offsets.store
 import java.io.{FileNotFoundException, IOException}
 import java.nio.charset.StandardCharsets.UTF_8
 
+import io.github.kafkashare.spark.sparkinternals.SparkCheckpointFileManager
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.{FileSystem, Path}
 

@@ -1,4 +1,4 @@
-package io.github.kafkashare.spark.offsets.store
+package io.github.kafkashare.spark.sparkinternals
 
 import java.lang.reflect.{InvocationTargetException, Method}
 

@@ -1,4 +1,4 @@
-package io.github.kafkashare.spark.planning
+package io.github.kafkashare.spark.sparkinternals
 
 import scala.util.Try
 
@@ -16,18 +16,24 @@ import org.apache.spark.sql.SparkSession
  * any step fails, None: the check is skipped, never a reason to refuse a query.
  */
 object QuerySink {
+
+  /** StreamExecution.QUERY_ID_KEY, by value: the id of the query whose thread this is. */
+  val QueryIdProperty = "sql.streaming.queryId"
+
   def ofCurrentQuery(spark: SparkSession): Option[String] =
     currentQuery(spark).flatMap(query =>
       Try(query.getClass.getMethod("sink").invoke(query).getClass.getSimpleName.stripSuffix("$")).toOption
     )
 
-  /** Whether the query being started runs Spark's real-time trigger (Spark 4.1 and later); false when unknown. */
-  def isRealTime(spark: SparkSession): Boolean =
+  /** The simple class name of the trigger of the query being started (`ProcessingTimeTrigger`, say). */
+  def triggerOfCurrentQuery(spark: SparkSession): Option[String] =
     currentQuery(spark).flatMap(query => Try(query.getClass.getMethod("trigger").invoke(query).getClass.getSimpleName).toOption)
-      .contains("RealTimeTrigger")
+
+  /** Whether the query being started runs Spark's real-time trigger (Spark 4.1 and later); false when unknown. */
+  def isRealTime(spark: SparkSession): Boolean = triggerOfCurrentQuery(spark).contains(RealTimeMode.TriggerClass)
 
   private def currentQuery(spark: SparkSession): Option[AnyRef] = {
-    val id = Option(spark.sparkContext.getLocalProperty("sql.streaming.queryId")).flatMap(s =>
+    val id = Option(spark.sparkContext.getLocalProperty(QueryIdProperty)).flatMap(s =>
       Try(java.util.UUID.fromString(s)).toOption
     )
     val sessions = Seq(Some(spark), SparkSession.getDefaultSession, SparkSession.getActiveSession).flatten.distinct
