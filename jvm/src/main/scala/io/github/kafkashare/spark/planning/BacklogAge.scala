@@ -21,8 +21,13 @@ private[planning] final class BacklogAge(
     minIntervalMs: Long = BacklogAge.MinIntervalMs
 ) extends Logging {
 
-  private var ageMs      = 0L
-  private var lastReadMs = Option.empty[Long]
+  @volatile private var ageMs = 0L
+  private var lastReadMs      = Option.empty[Long]
+  // How a read runs: at once by default; real time hands it to its look-ahead's thread.
+  private var run: (() => Unit) => Unit = body => body()
+
+  /** Reads run by `runner` from now on (on another thread: the age then comes when the read ends). */
+  def runIn(runner: (() => Unit) => Unit): Unit = run = runner
 
   def current: Long = ageMs
 
@@ -35,15 +40,17 @@ private[planning] final class BacklogAge(
     if (startOffsets.isEmpty) ageMs = 0L
     else if (lastReadMs.forall(now - _ >= minIntervalMs)) {
       lastReadMs = Some(now)
-      val stamps =
-        try read(startOffsets)
-        catch {
-          case NonFatal(e) =>
-            logInfo(s"kafka-share: could not read the oldest records' timestamps (${e.getMessage}); backlogAgeMs keeps its value")
-            Map.empty[(String, Int), Long]
-        }
-      // Nothing read (a timeout): the previous age stands rather than a 0 that would say all is well.
-      stamps.values.filter(_ >= 0).minOption.foreach(oldest => ageMs = math.max(0L, now - oldest))
+      run { () =>
+        val stamps =
+          try read(startOffsets)
+          catch {
+            case NonFatal(e) =>
+              logInfo(s"kafka-share: could not read the oldest records' timestamps (${e.getMessage}); backlogAgeMs keeps its value")
+              Map.empty[(String, Int), Long]
+          }
+        // Nothing read (a timeout): the previous age stands rather than a 0 that would say all is well.
+        stamps.values.filter(_ >= 0).minOption.foreach(oldest => ageMs = math.max(0L, now - oldest))
+      }
     }
   }
 }

@@ -49,12 +49,31 @@ private[planning] final class BatchPlanning(
     resolved = cluster.resolveTopics()
   }
 
+  /** Real time: the topics of a look taken ahead ([[LookAhead]]), instead of resolving them again. */
+  def useTopicsOf(look: ClusterLook): Unit = {
+    deliveryLimit.warnOfLastAttempts()
+    resolved = look.topics
+  }
+
+  /** Real time: the backlog's age is read on the look-ahead's thread, not while Spark waits for the batch's tasks. */
+  def readBacklogAgeWith(lookAhead: LookAhead): Unit = backlogAge.runIn(lookAhead.inBackground)
+
   /** What a batch after `start` must not emit again, and where the topics end (the backlog noted). */
   def look(start: ShareSourceOffset, entries: Seq[AcquisitionEntry], released: TopicPartitionRanges): Looked = {
     identity.check(start)
-    val now          = cluster.topicsNow(resolved)
+    lookedFrom(start, entries, released, ClusterLook.of(cluster, resolved))
+  }
+
+  /** The same from a look at the cluster already taken. */
+  def look(start: ShareSourceOffset, entries: Seq[AcquisitionEntry], released: TopicPartitionRanges, seen: ClusterLook): Looked = {
+    identity.check(start)
+    lookedFrom(start, entries, released, seen)
+  }
+
+  private def lookedFrom(start: ShareSourceOffset, entries: Seq[AcquisitionEntry], released: TopicPartitionRanges, seen: ClusterLook) = {
+    val now          = seen.now
     val ends         = now.ends
-    val groupOffsets = cluster.groupOffsets()
+    val groupOffsets = seen.groupOffsets
     val startOffsets = groupOffsets.map { case (tp, o) => tp -> o.start }
     val pinned = identity.withoutRecreatedTopics(
       AcquisitionEntry.offsetsOf(entries, start.pinned).minus(released).dropBelow(startOffsets),

@@ -107,6 +107,9 @@ final class ClusterAccess(options: ShareSourceOptions) extends ClusterView with 
       TopicsNow(ends, described.map { case (t, d) => t -> d.topicId.toString }.toMap)
     }
 
+  override def topicIds(topics: Seq[String]): Map[String, String] =
+    await(admin.describeTopics(topics.asJava).allTopicNames()).asScala.map { case (t, d) => t -> d.topicId.toString }.toMap
+
   override def clusterId(): String = await(admin.describeCluster().clusterId())
 
   /**
@@ -265,7 +268,8 @@ final class ClusterAccess(options: ShareSourceOptions) extends ClusterView with 
   // Made at the first backlog whose age is asked for; not a member of any group.
   private var timestamps = Option.empty[(KafkaConsumer[Array[Byte], Array[Byte]], RecordTimestamps)]
 
-  override def recordTimestamps(offsets: Map[(String, Int), Long]): Map[(String, Int), Long] = {
+  // Synchronized: real time reads them on its look-ahead's thread, and the consumer is not thread-safe.
+  override def recordTimestamps(offsets: Map[(String, Int), Long]): Map[(String, Int), Long] = synchronized {
     val (_, reader) = timestamps.getOrElse {
       val props = new Properties
       // A plain consumer refuses the share consumer's own settings, as in ReplayFetcher.

@@ -16,6 +16,9 @@ trait ClusterView extends AutoCloseable {
   /** The log end offset of every partition of `topics`. */
   def endOffsets(topics: Seq[String]): Map[(String, Int), Long] = topicsNow(topics).ends
 
+  /** Each topic's id, without the ends: a check that a look taken earlier still holds ([[LookAhead]]). */
+  def topicIds(topics: Seq[String]): Map[String, String] = topicsNow(topics).ids
+
   /** The id of the cluster the bootstrap servers lead to. */
   def clusterId(): String
 

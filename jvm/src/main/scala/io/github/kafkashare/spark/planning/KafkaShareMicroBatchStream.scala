@@ -156,7 +156,7 @@ class KafkaShareMicroBatchStream(
 
   /** Real time (the subclass): the planning of its batches, from this stream's logs and planning step. */
   protected def realTimePlanning(): RealTimePlanning =
-    new RealTimePlanning(options, settings.parallelism, acquisitions, planning, readTasks, sparkBatchIds)
+    new RealTimePlanning(options, settings.parallelism, acquisitions, planning, readTasks, sparkBatchIds, cluster)
 
   /** Figures of the batch before `start`, once per batch: the empty batches in a row, a batch slower than its locks. */
   private def noteLastBatch(start: ShareSourceOffset, entries: Seq[AcquisitionEntry]): Unit = {

@@ -19,13 +19,18 @@ final class RealTimePlanning private[planning] (
     acquisitions: AcquisitionLog,
     planning: BatchPlanning,
     readTasks: ReadTaskPlanner,
-    sparkBatchIds: SparkBatchIds
+    sparkBatchIds: SparkBatchIds,
+    cluster: ClusterView
 ) extends Logging {
 
   RealTimeBatches.check(options, parallelism, SparkSession.active)
   private val batches = new RealTimeBatches(options.groupId, parallelism, acquisitions)
   logInfo(s"kafka-share: group '${options.groupId}': Spark's real-time mode, $parallelism read tasks " +
     "polling for the whole of each batch")
+
+  private val lookAhead = new LookAhead(cluster, options.groupId)
+  planning.readBacklogAgeWith(lookAhead)
+  lookAhead.start()
 
   // Spark may plan a batch's scan more than once: the same tasks each time (the log is the same until they run).
   private var lastPlanned = Option.empty[((Long, ShareSourceOffset), Array[InputPartition])]
@@ -40,19 +45,24 @@ final class RealTimePlanning private[planning] (
       case _                                                        =>
     }
     val (entries, released) = planning.previousOf(start)
-    planning.refreshTopics()
+    val seen                = lookAhead.take()
+    planning.useTopicsOf(seen)
     val topics = planning.topics
     // A pattern that matches nothing yet: the tasks wait out the batch (a topic may appear by the next).
-    val looked = if (topics.isEmpty) None else Some(planning.look(start, entries, released))
+    val looked = if (topics.isEmpty) None else Some(planning.look(start, entries, released, seen))
     if (looked.isEmpty) planning.noTopic()
     val pinned  = looked.fold(start.pinned)(_.pinned)
     val keptIds = planning.planned(start, pinned, looked.fold(Map.empty[String, String])(_.now.ids))
     val plan    = batches.plan(start, batch, pinned, planning.identity.clusterId, keptIds)
     val tasks   = readTasks.realTimeTasks(plan.end.batch, plan.firstTask, pinned, topics, planning.deliveryLimitNow, plan.work)
     lastPlanned = Some(((batch, start), tasks))
+    lookAhead.start() // the next batch's, while this one runs
     logInfo(s"kafka-share: real-time batch $batch planned in ${(System.nanoTime - began) / 1000000L} ms")
     tasks
   }
+
+  /** The query stops: the look-ahead's thread ends. */
+  def stop(): Unit = lookAhead.close()
 
   /** The end of the batch that ran, from its tasks' ends (Spark writes it to its offset log). */
   def end(taskEnds: Array[PartitionOffset]): Offset = {

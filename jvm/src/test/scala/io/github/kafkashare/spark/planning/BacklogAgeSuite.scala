@@ -36,6 +36,17 @@ class BacklogAgeSuite extends AnyFunSuite {
     assert(age.current == 0L && reads.asked.size == 2, "no read without a backlog")
   }
 
+  test("run elsewhere (real time's look-ahead thread), planning does not wait for the read; the age comes when it ends") {
+    val reads   = new Reads(Map(("a", 0) -> 40000L))
+    val age     = new BacklogAge(reads.read, () => 100000L)
+    var pending = Seq.empty[() => Unit]
+    age.runIn(body => pending :+= body)
+    age.planned(Map(("a", 0) -> 5L))
+    assert(reads.asked.isEmpty && age.current == 0L, "read while planning")
+    pending.foreach(_())
+    assert(reads.asked.size == 1 && age.current == 60000L)
+  }
+
   test("a read that finds nothing, or fails, keeps the age it had") {
     var now  = 10000L
     var fail = false

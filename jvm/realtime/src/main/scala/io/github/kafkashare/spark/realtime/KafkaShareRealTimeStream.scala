@@ -40,6 +40,10 @@ final class KafkaShareRealTimeStream(
 
   override def mergeOffsets(offsets: Array[PartitionOffset]): Offset = planning.end(offsets)
 
+  override def stop(): Unit =
+    try realTime.foreach(_.stop())
+    finally super.stop()
+
   override def createReaderFactory(): PartitionReaderFactory =
     if (realTime.nonEmpty) KafkaShareRealTimeReaderFactory else super.createReaderFactory()
 }

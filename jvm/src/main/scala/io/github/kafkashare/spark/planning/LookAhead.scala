@@ -1,0 +1,70 @@
+package io.github.kafkashare.spark.planning
+
+import java.util.concurrent.{ExecutorService, Executors, Future, TimeUnit}
+
+import scala.util.control.NonFatal
+
+import org.apache.spark.internal.Logging
+
+/**
+ * One look at the cluster for a batch: the topics the subscription names, where they end and their ids,
+ * and the group's start offsets (with the broker's lag where it has one).
+ */
+private[planning] final case class ClusterLook(
+    topics: Seq[String],
+    now: TopicsNow,
+    groupOffsets: Map[(String, Int), GroupPartitionOffset]
+)
+
+private[planning] object ClusterLook {
+
+  /** A look at `topics` now (the micro-batch's, at each trigger). */
+  def of(cluster: ClusterView, topics: Seq[String]): ClusterLook =
+    if (topics.isEmpty) ClusterLook(topics, TopicsNow(Map.empty, Map.empty), Map.empty)
+    else ClusterLook(topics, cluster.topicsNow(topics), cluster.groupOffsets())
+}
+
+/**
+ * Real time's look at the cluster, taken while a batch runs instead of between two batches: a record sent
+ * during the boundary waits for the next batch's tasks, so the boundary is the tail of the latency
+ * (docs/internals/real-time-measurements.md). The look is started as a batch is planned and taken when the
+ * next one is; it is then a batch old, which is safe for what the planning reads of it:
+ *  - the group's start offsets only move forward: an old one keeps a few more pins, none too few;
+ *  - the ends and the lag are the backlog's figures, a batch old in the progress;
+ *  - a pattern's new topic is read one batch later.
+ * Not for a topic deleted, or deleted and created again, since the look: its pins would hide the new topic's
+ * records at the same offsets. So the planning first asks the topics' ids (one call, not the five of a look):
+ * ids that changed, a topic gone, a look that failed, or a subscription that matched no topic give a look
+ * now, as at every micro-batch.
+ */
+private[planning] final class LookAhead(cluster: ClusterView, group: String) extends AutoCloseable with Logging {
+
+  private val executor: ExecutorService = Executors.newSingleThreadExecutor { (task: Runnable) =>
+    val thread = new Thread(task, s"kafka-share look-ahead '$group'")
+    thread.setDaemon(true)
+    thread
+  }
+  private var ahead = Option.empty[Future[ClusterLook]]
+
+  /** Starts the look for the next batch. */
+  def start(): Unit = ahead = Some(executor.submit(() => ClusterLook.of(cluster, cluster.resolveTopics())))
+
+  /** Runs `body` on the look-ahead's thread (the backlog's age: a fetch), after the look started before it. */
+  def inBackground(body: () => Unit): Unit = executor.execute(() => body())
+
+  /** The look for the batch planned now: the one taken ahead while its topics keep their ids, else one now. */
+  def take(): ClusterLook = {
+    val taken = ahead.flatMap { future =>
+      try Some(future.get(ClusterAccess.TimeoutMs + 5000L, TimeUnit.MILLISECONDS))
+      catch { case NonFatal(e) => logDebug(s"kafka-share: group '$group': the look ahead failed (${e.getMessage}); looking now", e); None }
+    }
+    ahead = None
+    taken.filter(current).getOrElse(ClusterLook.of(cluster, cluster.resolveTopics()))
+  }
+
+  private def current(look: ClusterLook): Boolean =
+    look.topics.nonEmpty && (try cluster.topicIds(look.topics) == look.now.ids
+    catch { case NonFatal(_) => false })
+
+  override def close(): Unit = executor.shutdownNow()
+}

@@ -1,0 +1,92 @@
+package io.github.kafkashare.spark.planning
+
+import org.scalatest.funsuite.AnyFunSuite
+
+class LookAheadSuite extends AnyFunSuite {
+
+  /** A cluster of topic `orders` (id `id`), that counts what it is asked. */
+  private final class CountingCluster extends ClusterView {
+    @volatile var id                      = "id-1"
+    @volatile var gone                    = false
+    @volatile var looks, idChecks, groups = 0
+    override def resolveTopics(): Seq[String] =
+      if (gone) throw new IllegalStateException("topic orders does not exist") else Seq("orders")
+    override def topicsNow(topics: Seq[String]): TopicsNow = synchronized {
+      looks += 1
+      TopicsNow(Map(("orders", 0) -> 10L), Map("orders" -> id))
+    }
+    override def topicIds(topics: Seq[String]): Map[String, String] = synchronized {
+      idChecks += 1
+      if (gone) throw new IllegalStateException("unknown topic") else Map("orders" -> id)
+    }
+    override def groupOffsets(): Map[(String, Int), GroupPartitionOffset] = synchronized {
+      groups += 1
+      Map(("orders", 0) -> GroupPartitionOffset(3L, None))
+    }
+    override def clusterId(): String               = "cluster-1"
+    override def deliveryCountLimit(): Option[Int] = Some(5)
+    override def close(): Unit                     = ()
+  }
+
+  private def withLookAhead(body: (CountingCluster, LookAhead) => Unit): Unit = {
+    val cluster   = new CountingCluster
+    val lookAhead = new LookAhead(cluster, "g")
+    try body(cluster, lookAhead)
+    finally lookAhead.close()
+  }
+
+  // Waits until the look started ahead has been made (the cluster answered it).
+  private def settled(cluster: CountingCluster, looks: Int): Unit = {
+    val deadline = System.nanoTime + 10L * 1000 * 1000 * 1000
+    while ((cluster.looks < looks || cluster.groups < looks) && System.nanoTime < deadline) Thread.sleep(5)
+    assert(cluster.looks >= looks, "the look ahead was not made")
+  }
+
+  test("a look taken ahead is used at the boundary: the topics' ids checked, nothing else asked") {
+    withLookAhead { (cluster, lookAhead) =>
+      lookAhead.start()
+      settled(cluster, 1)
+      val look = lookAhead.take()
+      assert(look == ClusterLook(
+        Seq("orders"),
+        TopicsNow(Map(("orders", 0) -> 10L), Map("orders" -> "id-1")),
+        Map(("orders", 0) -> GroupPartitionOffset(3L, None))
+      ))
+      assert((cluster.looks, cluster.groups, cluster.idChecks) == ((1, 1, 1)))
+    }
+  }
+
+  test("a topic deleted and created again after the look ahead: the boundary looks again and sees the new id") {
+    withLookAhead { (cluster, lookAhead) =>
+      lookAhead.start()
+      settled(cluster, 1)
+      cluster.id = "id-2"
+      val look = lookAhead.take()
+      assert(look.now.ids == Map("orders" -> "id-2"))
+      assert((cluster.looks, cluster.groups) == ((2, 2)))
+    }
+  }
+
+  test("a topic deleted after the look ahead: the boundary looks again, and fails as a look then would") {
+    withLookAhead { (cluster, lookAhead) =>
+      lookAhead.start()
+      settled(cluster, 1)
+      cluster.gone = true
+      val e = intercept[IllegalStateException](lookAhead.take())
+      assert(e.getMessage.contains("does not exist"))
+    }
+  }
+
+  test("no look ahead (the first batch), or one that failed: a look at the boundary") {
+    withLookAhead { (cluster, lookAhead) =>
+      assert(lookAhead.take().now.ids == Map("orders" -> "id-1"))
+      assert((cluster.looks, cluster.idChecks) == ((1, 0)))
+      cluster.gone = true
+      lookAhead.start() // fails in the background
+      Thread.sleep(200)
+      cluster.gone = false
+      assert(lookAhead.take().topics == Seq("orders"))
+      assert(cluster.looks == 2)
+    }
+  }
+}
