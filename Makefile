@@ -116,9 +116,10 @@ test-compat: $(VENV_OLDEST)/installed-wheel $(VENV_BETWEEN)/installed-wheel $(SP
 		$(VENV_OLDEST)/bin/python -m pytest -n 2 --dist loadgroup --durations=10 --junitxml=target/test-results-spark-oldest/pytest.xml \
 		tests/python/test_spark_provider.py tests/python/test_package.py tests/python/test_delivery.py \
 		tests/python/test_delta_sink.py tests/python/test_object_store.py tests/python/test_spark_internals.py \
-		-m "not long" -k "not loses_nothing or s3_loses_nothing and two-phase-commit"
+		-m "not long" -k "not loses_nothing or s3_loses_nothing and two-phase-commit"; oldest=$$?; \
 	KAFKASHARE_RESULTS=target/test-results-spark-between $(VENV_BETWEEN)/bin/python -m pytest --junitxml=target/test-results-spark-between/pytest.xml \
-		tests/python/test_spark_internals.py
+		tests/python/test_spark_internals.py; between=$$?; \
+	[ $$oldest -eq 0 ] && [ $$between -eq 0 ]
 
 # The JVM writes the archive when the application ends (tests/python/spark_apps/class_archive.py says what it loads).
 # A speed-up, never a condition: where it cannot be written, the tests run without it (the log says why).

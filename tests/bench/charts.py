@@ -29,12 +29,20 @@ def bars(name: str, title: str, ylabel: str, series: dict[str, list[float]], lab
     return save(figure, axes, name, title, note)
 
 
-def lines(name: str, title: str, xlabel: str, ylabel: str, series: dict[str, tuple[list[float], list[float]]], note: str) -> Path:
-    """One line per series of (x, y) points (records/s by parallelism, say)."""
+def lines(
+    name: str,
+    title: str,
+    xlabel: str,
+    ylabel: str,
+    series: dict[str, tuple[list[float], list[float]]],
+    note: str,
+    annotate: bool = True,
+) -> Path:
+    """One line per series of (x, y) points (records/s by parallelism, say); `annotate` writes each point's value."""
     figure, axes = plt.subplots(figsize=(8, 4.5))
     for serie, (xs, ys) in series.items():
-        axes.plot(xs, ys, marker="o", label=serie)
-        for x, y in zip(xs, ys):
+        axes.plot(xs, ys, marker="o" if annotate else ".", label=serie)
+        for x, y in zip(xs, ys) if annotate else []:
             axes.annotate(f"{y:,.0f}", (x, y), textcoords="offset points", xytext=(0, 6), ha="center", fontsize=8)
     axes.set_xlabel(xlabel)
     axes.set_ylabel(ylabel)

@@ -47,6 +47,7 @@ def main() -> None:
     parser.add_argument("--parallelism", type=int, default=4)
     parser.add_argument("--runs", type=int, default=3, help="runs of each reader, in rotating order (at least 3)")
     parser.add_argument("--commit-clock", action="store_true", help="the micro-batch comparison to the batch's commit")
+    parser.add_argument("--real-time-only", action="store_true", help="only the two real-time readers")
     args = parser.parse_args()
     rates = [int(r) for r in args.rates.split(",")]
 
@@ -74,7 +75,8 @@ def main() -> None:
                 try:
                     own = {"group": f"latency-{n}", "checkpoint": str(work / f"chk-{n}"), "out_topic": out_topic}
                     config = {**common, **source, **own}
-                    return {k: float(v) for k, v in run_measurement(script, {**config, "packages": package}).items()}
+                    measured = run_measurement(script, {**config, "packages": package})
+                    return {k: v if k == "p99_by_second" else float(v) for k, v in measured.items()}
                 finally:
                     producer.join()
 
@@ -90,13 +92,14 @@ def main() -> None:
             return
         medians: dict[str, list[float]] = {}
         names: list[str] = []
+        per_second: dict[str, tuple[list[float], list[float]]] = {}
         for rate in rates:
             sink = "latency_sink_read.py"
             contenders = [
                 ("kafka-share real time", reader(sink, rate, {"source": "kafka-share", "trigger": "real-time"})),
                 ("built-in kafka real time", reader(sink, rate, {"source": "kafka", "trigger": "real-time"})),
                 ("kafka-share micro-batch", reader(sink, rate, {"source": "kafka-share", "trigger": "micro-batch"})),
-            ]
+            ][: 2 if args.real_time_only else 3]
             results = rotated_runs(contenders, args.runs, latency)
             table(f"{rate:,} records/s, to the sink", results, contenders, args)
             for name, _ in contenders:
@@ -104,6 +107,11 @@ def main() -> None:
                 names.append(label)
                 for key in ("p50_ms", "p99_ms"):
                     medians.setdefault(key[:3], []).append(float(statistics.median(r[key] for r in results[name])))
+                if "real time" in name:
+                    # The run whose p99 is the median: its p99 second by second.
+                    middle = sorted(results[name], key=lambda r: r["p99_ms"])[len(results[name]) // 2]
+                    seconds = middle.get("p99_by_second", [])
+                    per_second[label] = ([float(s) for s, _ in seconds], [float(v) for _, v in seconds])
         charts.bars(
             "bench-latency",
             f"record send to the sink's write (median of {args.runs})",
@@ -112,6 +120,15 @@ def main() -> None:
             names,
             f"make bench-latency: {args.partitions} partitions, K={args.parallelism}, real time 5 s, micro-batch trigger 0, "
             f"{args.seconds} s measured per run",
+        )
+        charts.lines(
+            "bench-latency-seconds",
+            "p99 of the records sent in each second (the run with the median p99)",
+            "second of the measured window",
+            "ms",
+            per_second,
+            f"make bench-latency: {args.partitions} partitions, K={args.parallelism}, real time 5 s",
+            annotate=False,
         )
     finally:
         broker.stop()

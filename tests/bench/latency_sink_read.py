@@ -96,5 +96,16 @@ if config.get("profile_file"):
         json.dump(
             {"records": measured, "batches": [{"timestamp": p["timestamp"], "durationMs": p["durationMs"]} for p in progress]}, f
         )
-print(json.dumps({"records": len(latencies), "p50_ms": percentile(0.50), "p99_ms": percentile(0.99)}))
+# p99 per second of the measured window, by when each record was sent: where in the run the tail comes from.
+by_second: dict[int, list[float]] = {}
+for r in written:
+    if r.written - first > 10:
+        by_second.setdefault(int(r.sent - first - 10), []).append(r.written - r.sent)
+per_second = [
+    [second, round(sorted(v)[min(len(v) - 1, int(0.99 * len(v)))] * 1000, 1)]
+    for second, v in sorted(by_second.items())
+    if second >= 0
+]
+result = {"records": len(latencies), "p50_ms": percentile(0.50), "p99_ms": percentile(0.99), "p99_by_second": per_second}
+print(json.dumps(result))
 spark.stop()

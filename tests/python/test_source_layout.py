@@ -79,21 +79,26 @@ def test_the_cycle_check_finds_a_cycle() -> None:
 
 
 # What only the `sparkinternals` package may name: Spark's classes outside its public API (Catalyst's but the
-# InternalRow a data source hands Spark, the execution and unsafe packages), Spark's classes by name (reflection),
-# the local properties Spark sets on a query's thread, the master string, and the checkpoint's layout.
+# InternalRow a data source hands Spark, the execution and unsafe packages), Spark's classes and threads by name,
+# the local properties Spark sets on a query's thread, its internal SQL settings, the master string, and the
+# checkpoint's layout.
 SPARK_INTERNALS = {
-    "a Catalyst class other than InternalRow": r"org\.apache\.spark\.sql\.catalyst\.(?!InternalRow\b)\w",
+    "a Catalyst class other than InternalRow": r"org\.apache\.spark\.sql\.catalyst\.(?!InternalRow\b)[\w{]",
     "Spark's execution package": r"org\.apache\.spark\.sql\.execution\b",
     "Spark's unsafe package": r"org\.apache\.spark\.unsafe\b",
-    "a Spark class by name": r'"org\.apache\.spark\.',
+    "a Spark class by name": r'"org\.apache\.spark\.|"[A-Z]\w+(?:Sink|Trigger)"',
+    "Spark's thread by name": r'"stream execution thread',
     "a local property of Spark's": r"getLocalProperty|\"streaming\.sql\.batchId\"|\"sql\.streaming\.queryId\"",
+    "an internal SQL setting of Spark's": r'"spark\.sql\.streaming\.(?!checkpointFileManagerClass\b)',
     "the master string": r"\.master\b",
     "the checkpoint's layout": r'"(?:sources|offsets|commits)"',
 }
 
 
 def _spark_internals_named(text: str) -> list[str]:
-    return [what for what, pattern in SPARK_INTERNALS.items() if re.search(pattern, re.sub(r"//[^\n]*", "", text))]
+    # Comments out, strings kept (some patterns are of strings): a `//` inside a string is no comment.
+    code = re.sub(r'("(?:[^"\\\n]|\\.)*")|//[^\n]*', lambda m: m.group(1) or "", re.sub(r"/\*.*?\*/", "", text, flags=re.S))
+    return [what for what, pattern in SPARK_INTERNALS.items() if re.search(pattern, code)]
 
 
 def test_only_the_sparkinternals_package_names_sparks_internals() -> None:
@@ -116,3 +121,17 @@ def test_the_spark_internals_rule_finds_each_kind() -> None:
     assert _spark_internals_named('new Path(root, "commits")') == ["the checkpoint's layout"]
     assert _spark_internals_named('Class.forName("org.apache.spark.sql.connector.X")') == ["a Spark class by name"]
     assert _spark_internals_named("sc.master match {") == ["the master string"]
+    assert _spark_internals_named("import org.apache.spark.sql.catalyst.{InternalRow, expressions}") == [
+        "a Catalyst class other than InternalRow"
+    ]
+    in_a_string = 'val u = "http://x"; import org.apache.spark.unsafe.types.UTF8String'
+    assert _spark_internals_named(in_a_string) == ["Spark's unsafe package"]
+    assert _spark_internals_named('sink == "ForeachBatchSink"') == ["a Spark class by name"]
+    assert _spark_internals_named('t.getName.startsWith("stream execution thread")') == ["Spark's thread by name"]
+    assert _spark_internals_named('conf.get("spark.sql.streaming.minBatchesToRetain")') == ["an internal SQL setting of Spark's"]
+    assert _spark_internals_named("// sc.master, in a comment\n/* getLocalProperty */") == []
+
+
+def test_the_sparkinternals_package_imports_no_other() -> None:
+    deps = _dependencies()
+    assert "sparkinternals" not in deps, f"sparkinternals imports {sorted(deps.get('sparkinternals', {}))}"

@@ -9,6 +9,8 @@ SparkInternalsSuite runs the same check on Spark 4.0 and 4.1.
 
 from __future__ import annotations
 
+import fcntl
+import json
 import os
 import re
 import subprocess
@@ -30,12 +32,18 @@ _LISTED = re.search(r"val Touchpoints: Seq\[String\] = Seq\((.*?)\)", SOURCE.rea
 TOUCHPOINTS = re.findall(r'"([a-z-]+)"', _LISTED.group(1)) if _LISTED else []
 
 
-@pytest.fixture(scope="module")
-def check(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, dict[str, tuple[str, str]]]:
-    """The check's output on this pyspark: its Spark line, and each touchpoint's verdict and detail."""
-    work = tmp_path_factory.mktemp("spark-internals")
+def _run_check(work: Path) -> tuple[int, str, str]:
     result = subprocess.run(
-        [str(SPARK_HOME / "bin" / "spark-submit"), "--master", "local[2]", "--class", CHECK, str(spark_kafka_share.jar_path())],
+        [
+            str(SPARK_HOME / "bin" / "spark-submit"),
+            "--master",
+            "local[2]",
+            "--driver-java-options",
+            f"-Djava.io.tmpdir={work}",
+            "--class",
+            CHECK,
+            str(spark_kafka_share.jar_path()),
+        ],
         cwd=work,
         capture_output=True,
         text=True,
@@ -45,17 +53,32 @@ def check(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, dict[str, tupl
             "SPARK_HOME": str(SPARK_HOME),
             "PYSPARK_PYTHON": sys.executable,
             "JDK_JAVA_OPTIONS": SPARK_TEST_JAVA_OPTIONS,
-            "TMPDIR": str(work),
         },
     )
-    lines = result.stdout.splitlines()
+    return result.returncode, result.stdout, result.stderr[-4000:]
+
+
+@pytest.fixture(scope="module")
+def check(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, dict[str, tuple[str, str]]]:
+    """The check's output on this pyspark: its Spark line, and each touchpoint's verdict and detail.
+
+    One run per pyspark and pytest session: each xdist worker builds module fixtures of its own, so the
+    first to come runs the check (under a lock) and leaves its output for the other."""
+    shared = tmp_path_factory.getbasetemp().parent  # the same for every worker of this session
+    output = shared / f"spark-internals-{pyspark.__version__}.json"
+    with open(shared / "spark-internals.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not output.exists():
+            output.write_text(json.dumps(_run_check(tmp_path_factory.mktemp("spark-internals"))))
+        returncode, stdout, stderr = json.loads(output.read_text())
+    lines = stdout.splitlines()
     header = [line for line in lines if line.startswith("kafka-share: Spark ")]
-    assert header, f"the check printed no verdicts (exit {result.returncode}):\n{result.stdout}\n{result.stderr[-4000:]}"
+    assert header, f"the check printed no verdicts (exit {returncode}):\n{stdout}\n{stderr}"
     verdicts = {}
     for line in lines[lines.index(header[0]) + 1 :]:
         name, verdict, detail = (line.split(None, 2) + ["", ""])[:3]
         verdicts[name] = (verdict, detail)
-    assert (result.returncode == 0) == all(v == "holds" for v, _ in verdicts.values()), result.stdout
+    assert (returncode == 0) == all(v == "holds" for v, _ in verdicts.values()), stdout
     return header[0].removeprefix("kafka-share: Spark "), verdicts
 
 

@@ -13,7 +13,7 @@ import io.github.kafkashare.spark.offsets._
 import io.github.kafkashare.spark.options.ShareSourceOptions
 import io.github.kafkashare.spark.reader.KafkaShareReaderFactory
 import io.github.kafkashare.spark.runtime.JvmResources
-import io.github.kafkashare.spark.sparkinternals.CheckpointLayout
+import io.github.kafkashare.spark.sparkinternals.{CheckpointLayout, SparkConfs}
 import org.apache.spark.internal.Logging
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.connector.read.{InputPartition, PartitionReaderFactory}
@@ -200,7 +200,7 @@ class KafkaShareMicroBatchStream(
 
   override def commit(end: Offset): Unit = {
     // Spark keeps the offset log of the last minBatchesToRetain batches; older batches never re-run.
-    val retained = SparkSession.active.conf.get("spark.sql.streaming.minBatchesToRetain", "100").toLong
+    val retained = SparkConfs.minBatchesToRetain(SparkSession.active)
     val batch    = ShareSourceOffset.of(end).batch
     acquisitions.purgeBefore(batch - retained)
     decisions.purgeBefore(batch - retained)

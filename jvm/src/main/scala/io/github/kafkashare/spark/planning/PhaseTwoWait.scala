@@ -2,6 +2,7 @@ package io.github.kafkashare.spark.planning
 
 import io.github.kafkashare.spark.offsets.{AcquisitionLog, ShareSourceOffset, SourceMarkers}
 import io.github.kafkashare.spark.options.LockBudget
+import io.github.kafkashare.spark.sparkinternals.CheckpointLayout
 import org.apache.hadoop.fs.Path
 import org.apache.spark.internal.Logging
 
@@ -22,7 +23,7 @@ private[planning] final class PhaseTwoWait(
 
   /** Waits for phase 2 of `last` if it committed; `plannedAt` is when it was planned (System.nanoTime). */
   def await(last: ShareSourceOffset, plannedAt: Long): Unit =
-    if (markers.exists(new Path(commitLogDir, last.batch.toString))) {
+    if (markers.exists(CheckpointLayout.entry(commitLogDir, last.batch))) {
       val holding = (0 until last.tasks).filter(t => acquisitions.read(last.batch, t).exists(_.runs.nonEmpty))
       // Without renewal, the watcher acknowledges within a lock of the batch's polls (from its planning);
       // with it, a batch may outlast that, and the watcher sees the commit at its next renewal round (from now).

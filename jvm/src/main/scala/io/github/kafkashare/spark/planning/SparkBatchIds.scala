@@ -2,7 +2,7 @@ package io.github.kafkashare.spark.planning
 
 import io.github.kafkashare.spark.offsets.SerializableHadoopConf
 import io.github.kafkashare.spark.offsets.store.CheckpointStore
-import io.github.kafkashare.spark.sparkinternals.SparkBatchId
+import io.github.kafkashare.spark.sparkinternals.{CheckpointLayout, SparkBatchId}
 import org.apache.hadoop.fs.Path
 
 /**
@@ -22,7 +22,7 @@ import org.apache.hadoop.fs.Path
 final class SparkBatchIds(offsetLogDir: Path, hadoopConf: SerializableHadoopConf) {
 
   private val afterOffsetLog: Long =
-    CheckpointStore.of(offsetLogDir, hadoopConf.value).list(offsetLogDir).flatMap(_.toLongOption).maxOption.fold(0L)(_ + 1)
+    CheckpointStore.of(offsetLogDir, hadoopConf.value).list(offsetLogDir).flatMap(CheckpointLayout.batchOf).maxOption.fold(0L)(_ + 1)
   private val inherited = ranByThisThread
   private var trusted   = false
   private var lastGiven = -1L

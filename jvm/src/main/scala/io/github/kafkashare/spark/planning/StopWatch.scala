@@ -3,6 +3,7 @@ package io.github.kafkashare.spark.planning
 import scala.util.control.NonFatal
 
 import io.github.kafkashare.spark.offsets.SourceMarkers
+import io.github.kafkashare.spark.sparkinternals.StreamThread
 import org.apache.spark.internal.Logging
 
 /**
@@ -62,5 +63,5 @@ private object StopWatch {
   val PeriodMs = 20L
 
   // Spark's QueryExecutionThread; any other thread that calls the source (a test's) is not watched.
-  def isStreamThread(t: Thread): Boolean = t.getName.startsWith("stream execution thread")
+  def isStreamThread(t: Thread): Boolean = StreamThread.is(t)
 }

@@ -6,8 +6,7 @@ import io.github.kafkashare.spark.metrics.QueryTotals
 import io.github.kafkashare.spark.offsets.{AcquisitionLog, DecisionLog, SerializableHadoopConf}
 import io.github.kafkashare.spark.offsets.store.CheckpointStore
 import io.github.kafkashare.spark.options.{AcknowledgmentMode, LockBudget, ShareSourceOptions}
-import io.github.kafkashare.spark.sparkinternals.{QuerySink, RealTimeMode}
-import org.apache.hadoop.conf.Configuration
+import io.github.kafkashare.spark.sparkinternals.{QuerySink, RealTimeMode, SparkConfs}
 import org.apache.hadoop.fs.Path
 import org.apache.spark.internal.Logging
 import org.apache.spark.sql.SparkSession
@@ -36,7 +35,7 @@ object StreamStart extends Logging {
       cluster.groupMaxSize().filter(parallelism > _).foreach { max =>
         throw ShareSourceErrors.parallelismAboveGroupSize(parallelism, max, options.groupId)
       }
-      val hadoopConf = new SerializableHadoopConf(checkpointConf(spark))
+      val hadoopConf = new SerializableHadoopConf(SparkConfs.checkpointConf(spark))
       val store      = CheckpointStore.of(new Path(checkpointDir), hadoopConf.value)
       if (!store.createIfAbsentAtomic) logWarning(ShareSourceErrors.checkpointStoreNotAtomic(checkpointDir, store.createIfAbsentBy))
       RecordedMode.check(store, checkpointDir, options.mode)
@@ -86,17 +85,6 @@ object StreamStart extends Logging {
     case None => new KafkaShareMicroBatchStream(options, checkpointDir, cluster, settings, hadoopConf, totals, explicit)
   }
 
-  /**
-   * The Hadoop configuration for the source's checkpoint logs, as Spark makes it for its own
-   * (SessionState.newHadoopConf): the application's, with the session's settings on top (a storage
-   * key set with spark.conf.set, the SQL setting that picks the CheckpointFileManager).
-   */
-  def checkpointConf(spark: SparkSession): Configuration = {
-    val conf = new Configuration(spark.sparkContext.hadoopConfiguration)
-    spark.conf.getAll.foreach { case (k, v) => if (v != null) conf.set(k, v) }
-    conf
-  }
-
   /** The consumers' settings for this cluster (ClientSettings); the start-up log names those the source chose. */
   private def chooseClientSettings(
       options: ShareSourceOptions,
@@ -131,7 +119,7 @@ object StreamStart extends Logging {
     case AcknowledgmentMode.Implicit => None
     case AcknowledgmentMode.Explicit(_) =>
       if (QuerySink.isRealTime(spark)) throw ShareSourceErrors.realTimeHoldsRecords("kafka.share.acknowledgment.mode", "explicit")
-      QuerySink.ofCurrentQuery(spark).filterNot(_ == "ForeachBatchSink").foreach { sink =>
+      QuerySink.ofCurrentQuery(spark).filterNot(_ == QuerySink.ForeachBatch).foreach { sink =>
         throw ShareSourceErrors.explicitModeNeedsForeachBatch(sink)
       }
       val registration =

@@ -11,6 +11,7 @@ import io.github.kafkashare.spark.offsets.{
   TopicPartitionRanges
 }
 import io.github.kafkashare.spark.options.{Decision, ExactlyOnceStrategy, LockBudget, PoisonPolicy}
+import io.github.kafkashare.spark.sparkinternals.CheckpointLayout
 import org.apache.hadoop.fs.Path
 import org.apache.spark.sql.connector.read.InputPartition
 
@@ -40,7 +41,7 @@ final case class KafkaShareInputPartition(
 ) extends InputPartition {
 
   /** Spark's commit log file of this batch (two-phase commit waits for it). */
-  private[reader] def commitFile: Path = new Path(query.commitLogDir, batch.toString)
+  private[reader] def commitFile: Path = CheckpointLayout.entry(new Path(query.commitLogDir), batch)
 
   /** What a poll of this task is judged by ([[PollClassification]]), with `shareLeft` records still to emit. */
   private[reader] def pollLimits(shareLeft: Long, maxPollRecords: Int): PollClassification.Limits = PollClassification.Limits(

@@ -18,4 +18,10 @@ object CheckpointLayout {
 
   /** The directory Spark gives source number `index` of the query whose checkpoint is `root`. */
   def sourceDir(root: Path, index: Int): Path = new Path(new Path(root, "sources"), index.toString)
+
+  /** The file of batch `batch` in one of Spark's logs (offsets, commits): named by the batch id. */
+  def entry(log: Path, batch: Long): Path = new Path(log, batch.toString)
+
+  /** The batch a file of Spark's logs is of, by its name; None for another file. */
+  def batchOf(fileName: String): Option[Long] = fileName.toLongOption
 }

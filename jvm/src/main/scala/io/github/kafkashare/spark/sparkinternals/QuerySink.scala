@@ -20,6 +20,9 @@ object QuerySink {
   /** StreamExecution.QUERY_ID_KEY, by value: the id of the query whose thread this is. */
   val QueryIdProperty = "sql.streaming.queryId"
 
+  /** The simple class name of foreachBatch's sink. */
+  val ForeachBatch = "ForeachBatchSink"
+
   def ofCurrentQuery(spark: SparkSession): Option[String] =
     currentQuery(spark).flatMap(query =>
       Try(query.getClass.getMethod("sink").invoke(query).getClass.getSimpleName.stripSuffix("$")).toOption

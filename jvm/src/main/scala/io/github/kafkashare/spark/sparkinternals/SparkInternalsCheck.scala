@@ -21,8 +21,9 @@ import org.apache.spark.sql.types._
  * {{{
  * spark-submit --class io.github.kafkashare.spark.sparkinternals.SparkInternalsCheck spark-kafka-share_2.13-<version>.jar
  * }}}
- * It runs one short query of Spark's `rate` source into foreachBatch, with a checkpoint in a temporary
- * directory, and needs no broker.
+ * It runs one short query of its own source ([[ProbeSource]], which notes what it sees where the kafka-share
+ * source reads Spark's internals) into foreachBatch, with a checkpoint in a temporary directory, and needs
+ * no broker.
  */
 object SparkInternalsCheck {
 
@@ -31,9 +32,12 @@ object SparkInternalsCheck {
   /** The touchpoints, by the names the suites' tests carry. */
   val Touchpoints: Seq[String] = Seq(
     "batch-id-property",
+    "stream-thread",
     "query-sink",
     "query-trigger",
     "checkpoint-layout",
+    "progress-description",
+    "min-batches-to-retain",
     "checkpoint-file-manager",
     "real-time-mode",
     "task-slots",
@@ -46,102 +50,179 @@ object SparkInternalsCheck {
     case _                   => false
   }
 
-  def run(spark: SparkSession): Seq[Outcome] = {
-    val work    = Files.createTempDirectory("kafka-share-spark-internals-")
-    val batches = runQuery(spark, new Path(work.resolve("query").toUri))
-    Seq(
-      check("batch-id-property")(batchIdProperty(batches.seen)),
-      check("query-sink")(querySink(batches.seen)),
-      check("query-trigger")(queryTrigger(batches.seen)),
-      check("checkpoint-layout")(checkpointLayout(batches)),
-      check("checkpoint-file-manager")(checkpointFileManager(spark, new Path(work.resolve("manager").toUri))),
-      check("real-time-mode")(realTimeMode()),
-      check("task-slots")(taskSlots(spark)),
-      check("catalyst-rows")(catalystRows())
-    )
+  /** Each touchpoint's outcome on `spark`; one check at a time per JVM (the probe source notes to one queue). */
+  def run(spark: SparkSession): Seq[Outcome] = synchronized {
+    val work = Files.createTempDirectory("kafka-share-spark-internals-")
+    try {
+      val query =
+        try Right(runQuery(spark, new Path(work.resolve("query").toUri)))
+        catch { case e @ (NonFatal(_) | _: LinkageError) => Left(e) }
+      // A touchpoint the query shows is broken when the query failed: with the query's error.
+      def ofQuery(check: Batches => String): () => String = () => check(query.fold(e => throw e, identity))
+      Seq(
+        check("batch-id-property")(ofQuery(batchIdProperty)),
+        check("stream-thread")(ofQuery(streamThread)),
+        check("query-sink")(ofQuery(querySink)),
+        check("query-trigger")(ofQuery(queryTrigger)),
+        check("checkpoint-layout")(ofQuery(checkpointLayout)),
+        check("progress-description")(ofQuery(progressDescription)),
+        check("min-batches-to-retain")(() => minBatchesToRetain(spark)),
+        check("checkpoint-file-manager")(() => checkpointFileManager(spark, new Path(work.resolve("manager").toUri))),
+        check("real-time-mode")(() => realTimeMode()),
+        check("task-slots")(() => taskSlots(spark)),
+        check("catalyst-rows")(() => catalystRows())
+      )
+    } finally deleteTree(work)
   }
 
+  /**
+   * Prints each touchpoint's outcome; fails (a non-zero exit from spark-submit) when one is broken. Stops
+   * only a session it started, and never exits the JVM itself (a Databricks job's JVM is not its own).
+   */
   def main(args: Array[String]): Unit = {
-    val spark = SparkSession.builder().appName("kafka-share: Spark internals check").getOrCreate()
+    val existing = SparkSession.getActiveSession.orElse(SparkSession.getDefaultSession)
+    val spark    = SparkSession.builder().appName("kafka-share: Spark internals check").getOrCreate()
     val outcomes =
       try run(spark)
-      finally spark.stop()
-    println(s"kafka-share: Spark $SPARK_VERSION")
-    outcomes.foreach(o => println(f"${o.touchpoint}%-24s ${if (o.held) "holds" else "BROKEN"}%-6s ${o.detail}"))
-    if (outcomes.exists(!_.held)) sys.exit(1)
+      finally if (existing.isEmpty) spark.stop()
+    println(report(outcomes))
+    val broken = outcomes.filterNot(_.held).map(_.touchpoint)
+    if (broken.nonEmpty)
+      throw new IllegalStateException(s"kafka-share: Spark internals broken on Spark $SPARK_VERSION: ${broken.mkString(", ")}")
   }
 
-  /** What one foreachBatch call saw on the query's thread. */
-  private final case class Seen(batch: Long, property: Option[Long], sink: Option[String], trigger: Option[String])
-  private final case class Batches(root: Path, seen: Seq[Seen])
+  /** The outcomes as main prints them: the Spark line, then one line per touchpoint. */
+  def report(outcomes: Seq[Outcome]): String =
+    (s"kafka-share: Spark $SPARK_VERSION" +:
+      outcomes.map(o => f"${o.touchpoint}%-24s ${if (o.held) "holds" else "BROKEN"}%-6s ${o.detail}")).mkString("\n")
 
-  // Two batches of Spark's rate source (it keeps its own log in its source directory) into foreachBatch.
+  /** What the query showed: the probe source's notes, each foreachBatch call's, the batches it committed. */
+  private final case class Batches(
+      root: Path,
+      probe: Seq[ProbeSource.Seen],
+      inBatches: Seq[ProbeSource.Seen],
+      ends: Map[Long, Long], // batch id -> the probe's end offset it read
+      committed: Set[Long],
+      description: String
+  )
+
+  // Batches of the probe source into foreachBatch, until two committed.
   private def runQuery(spark: SparkSession, root: Path): Batches = {
-    val seen = new ConcurrentLinkedQueue[Seen]()
+    ProbeSource.seen.clear()
+    val inBatches = new ConcurrentLinkedQueue[ProbeSource.Seen]()
+    val ends      = new java.util.concurrent.ConcurrentHashMap[Long, Long]()
     val record: (DataFrame, Long) => Unit = (df, batch) => {
-      val session = df.sparkSession
-      seen.add(Seen(batch, SparkBatchId.onThisThread(), QuerySink.ofCurrentQuery(session), QuerySink.triggerOfCurrentQuery(session)))
+      inBatches.add(ProbeSource.note("foreachBatch", batch))
+      df.collect().foreach(row => ends.put(batch, row.getLong(0)))
     }
-    val query = spark.readStream.format("rate").option("rowsPerSecond", "5").load()
+    val query = spark.readStream.format(classOf[ProbeSource].getName).load()
       .writeStream.option("checkpointLocation", root.toString).trigger(Trigger.ProcessingTime(200L))
       .foreachBatch(record).start()
-    // Spark reports a batch's progress after it wrote the batch's commit: two reported batches, both seen.
-    def committed = seen.asScala.map(_.batch).toSet.intersect(query.recentProgress.map(_.batchId).toSet)
+    // Spark reports a batch's progress after it wrote the batch's commit.
+    def committed = ends.keySet.asScala.toSet.intersect(query.recentProgress.map(_.batchId).toSet)
     try {
       val deadline = System.nanoTime + 60L * 1000 * 1000 * 1000
       while (committed.size < 2 && query.isActive && System.nanoTime < deadline) Thread.sleep(50)
       query.exception.foreach(e => throw e)
       if (committed.size < 2) throw new IllegalStateException(s"the check's query committed ${committed.size} batch(es) in 60 s, not 2")
     } finally query.stop()
-    val done = committed
-    Batches(root, seen.asScala.toSeq.filter(s => done(s.batch)))
+    val done        = committed
+    val description = query.recentProgress.find(p => done(p.batchId)).flatMap(_.sources.headOption).fold("")(_.description)
+    Batches(root, ProbeSource.seen.asScala.toSeq, inBatches.asScala.toSeq, ends.asScala.toMap, done, description)
   }
 
-  private def check(touchpoint: String)(body: => String): Outcome =
-    try Outcome(touchpoint, held = true, body)
+  private def check(touchpoint: String)(body: () => String): Outcome =
+    try Outcome(touchpoint, held = true, body())
     catch {
       // A class or method that moved is a LinkageError (NoSuchMethodError, NoClassDefFoundError), which NonFatal lets by.
-      case e @ (NonFatal(_) | _: LinkageError) => Outcome(touchpoint, held = false, s"${e.getClass.getSimpleName}: ${e.getMessage}")
+      case e @ (NonFatal(_) | _: LinkageError) =>
+        val cause = Option(e.getCause).filter(_ => e.isInstanceOf[java.util.concurrent.ExecutionException]).getOrElse(e)
+        Outcome(touchpoint, held = false, s"${cause.getClass.getSimpleName}: ${cause.getMessage}")
     }
 
   private def expect(condition: Boolean, what: => String): Unit = if (!condition) throw new IllegalStateException(what)
 
-  private def batchIdProperty(seen: Seq[Seen]): String = {
-    val wrong = seen.filterNot(s => s.property.contains(s.batch))
-    expect(wrong.isEmpty, s"${SparkBatchId.Property} on the query's thread: ${wrong.map(s => s"batch ${s.batch} saw ${s.property}")}")
-    s"${SparkBatchId.Property} held the batch id in batches ${seen.map(_.batch).mkString(", ")}"
+  private def started(b: Batches): ProbeSource.Seen =
+    b.probe.find(_.call == "start").getOrElse(throw new IllegalStateException("Spark never built the probe's stream"))
+
+  // Where the source reads the property: in latestOffset, it must name the batch Spark ran last (none before the
+  // first: a fresh query); when Spark plans a batch's partitions, and in foreachBatch, that batch.
+  private def batchIdProperty(b: Batches): String = {
+    val byEnd = b.ends.map { case (batch, end) => end -> batch }
+    val wrong = b.committed.toSeq.sorted.flatMap { batch =>
+      val end      = b.ends(batch)
+      val asked    = b.probe.find(s => s.call == "latestOffset" && s.end == end).map(_.batchIdProperty)
+      val planned  = b.probe.filter(s => s.call == "planInputPartitions" && s.end == end).map(_.batchIdProperty).distinct
+      val inBatch  = b.inBatches.filter(_.end == batch).map(_.batchIdProperty).distinct
+      val previous = if (batch == 0) None else Some(batch - 1)
+      Seq(
+        Option.when(!asked.contains(previous))(s"latestOffset before batch $batch saw ${asked.flatten}, not $previous"),
+        Option.when(planned != Seq(Some(batch)))(s"planning batch $batch saw $planned"),
+        Option.when(inBatch != Seq(Some(batch)))(s"foreachBatch of batch $batch saw $inBatch")
+      ).flatten
+    }
+    expect(byEnd.size == b.ends.size, s"two batches read one end: ${b.ends}")
+    expect(wrong.isEmpty, s"${SparkBatchId.Property}: ${wrong.mkString("; ")}")
+    s"${SparkBatchId.Property}: the last batch's id in latestOffset, the batch's own when it is planned (batches ${b.committed.toSeq.sorted.mkString(", ")})"
   }
 
-  private def querySink(seen: Seq[Seen]): String = {
-    val sinks = seen.map(_.sink).distinct
-    expect(sinks == Seq(Some("ForeachBatchSink")), s"the query's sink read as ${sinks.mkString(", ")}, not ForeachBatchSink")
-    "a foreachBatch query's sink reads as ForeachBatchSink"
+  private def streamThread(b: Batches): String = {
+    val calls = b.probe.filter(s => s.call == "start" || s.call == "latestOffset")
+    val other = calls.filterNot(s => s.thread.startsWith(StreamThread.NamePrefix)).map(s => s"${s.call} on '${s.thread}'")
+    expect(calls.nonEmpty && other.isEmpty, s"not on a thread named '${StreamThread.NamePrefix} ...': ${other.distinct.mkString(", ")}")
+    s"the source is built and asked for offsets on '${calls.head.thread}'"
   }
 
-  private def queryTrigger(seen: Seq[Seen]): String = {
-    val triggers = seen.map(_.trigger).distinct
-    expect(triggers == Seq(Some("ProcessingTimeTrigger")), s"the query's trigger read as ${triggers.mkString(", ")}")
+  private def querySink(b: Batches): String = {
+    val sink = started(b).sink
+    expect(sink.contains(QuerySink.ForeachBatch), s"the query's sink read as $sink at the source's start, not ${QuerySink.ForeachBatch}")
+    s"a foreachBatch query's sink reads as ${QuerySink.ForeachBatch} when Spark builds the source"
+  }
+
+  private def queryTrigger(b: Batches): String = {
+    val trigger = started(b).trigger
+    expect(trigger.contains("ProcessingTimeTrigger"), s"the query's trigger read as $trigger at the source's start")
     if (hasRealTimeMode(SPARK_VERSION)) {
+      // The class of the trigger Spark's API makes; that a real-time query's field holds it is the real-time suites'.
       val realTime = classOf[Trigger].getMethod("RealTime", classOf[String]).invoke(null, "5 seconds").getClass.getSimpleName
       expect(realTime == RealTimeMode.TriggerClass, s"Trigger.RealTime is a $realTime, not a ${RealTimeMode.TriggerClass}")
-      s"ProcessingTimeTrigger read from the query; Trigger.RealTime is a ${RealTimeMode.TriggerClass}"
-    } else "ProcessingTimeTrigger read from the query"
+      s"ProcessingTimeTrigger read when Spark builds the source; Trigger.RealTime is a ${RealTimeMode.TriggerClass}"
+    } else "ProcessingTimeTrigger read when Spark builds the source"
   }
 
-  private def checkpointLayout(batches: Batches): String = {
-    val layout = CheckpointLayout(CheckpointLayout.sourceDir(batches.root, 0).toString)
-    val fs     = batches.root.getFileSystem(new org.apache.hadoop.conf.Configuration())
+  private def checkpointLayout(b: Batches): String = {
+    val handed   = new Path(started(b).sourceDir)
+    val expected = CheckpointLayout.sourceDir(b.root, 0)
+    expect(handed.toUri.getPath == expected.toUri.getPath, s"Spark gave the source $handed, not $expected")
+    val layout = CheckpointLayout(handed.toString)
+    val fs     = b.root.getFileSystem(new org.apache.hadoop.conf.Configuration())
     def names(dir: Path): Set[Long] =
-      if (!fs.exists(dir)) Set.empty else fs.listStatus(dir).map(_.getPath.getName).flatMap(_.toLongOption).toSet
-    val ran = batches.seen.map(_.batch).toSet
-    expect(fs.exists(new Path(layout.queryRoot, "sources/0")), s"no ${layout.queryRoot}/sources/0: the rate source's log is elsewhere")
-    expect(ran.subsetOf(names(layout.offsets)), s"the offset log ${layout.offsets} holds ${names(layout.offsets)}, not batches $ran")
-    expect(ran.subsetOf(names(layout.commits)), s"the commit log ${layout.commits} holds ${names(layout.commits)}, not batches $ran")
-    "sources/0, offsets/<batch> and commits/<batch> under the checkpoint"
+      if (!fs.exists(dir)) Set.empty else fs.listStatus(dir).map(_.getPath.getName).flatMap(CheckpointLayout.batchOf).toSet
+    expect(
+      b.committed.subsetOf(names(layout.offsets)),
+      s"the offset log ${layout.offsets} holds ${names(layout.offsets)}, not ${b.committed}"
+    )
+    expect(
+      b.committed.subsetOf(names(layout.commits)),
+      s"the commit log ${layout.commits} holds ${names(layout.commits)}, not ${b.committed}"
+    )
+    "the source's directory is sources/0; offsets/<batch> and commits/<batch> beside it"
+  }
+
+  private def progressDescription(b: Batches): String = {
+    val stream = started(b).description
+    expect(b.description == stream, s"the progress describes the source as '${b.description}', not by its stream's toString '$stream'")
+    "the progress describes a source by its stream's toString"
+  }
+
+  private def minBatchesToRetain(spark: SparkSession): String = {
+    val value = spark.conf.get(SparkConfs.MinBatchesToRetain)
+    expect(value.trim.toLongOption.exists(_ > 0), s"${SparkConfs.MinBatchesToRetain} is '$value'")
+    s"${SparkConfs.MinBatchesToRetain} = $value"
   }
 
   private def checkpointFileManager(spark: SparkSession, dir: Path): String = {
-    val manager = SparkCheckpointFileManager.create(dir, spark.sparkContext.hadoopConfiguration)
+    val manager = SparkCheckpointFileManager.create(dir, SparkConfs.checkpointConf(spark))
     manager.mkdirs(dir)
     val file = new Path(dir, "0")
     val out  = manager.createAtomic(file, overwrite = false)
@@ -168,6 +249,10 @@ object SparkInternalsCheck {
     s"${manager.name}: create, refuse a second create, cancel, open, list, delete"
   }
 
+  private def deleteTree(dir: java.nio.file.Path): Unit =
+    try Files.walk(dir).sorted(java.util.Comparator.reverseOrder()).forEach(p => Files.deleteIfExists(p))
+    catch { case NonFatal(_) => () }
+
   private def realTimeMode(): String = {
     val expected = hasRealTimeMode(SPARK_VERSION)
     val loaded   = RealTimeMode.streamConstructor
@@ -183,15 +268,23 @@ object SparkInternalsCheck {
   }
 
   private def taskSlots(spark: SparkSession): String = {
-    val sc    = spark.sparkContext
-    val slots = TaskSlots.of(spark)
+    val sc = spark.sparkContext
     if (sc.master.startsWith("local") && !sc.getConf.contains("spark.default.parallelism")) {
+      // local[n]: Spark's default parallelism is the master's cores; local-cluster: the registered executors' cores.
+      val deadline = System.nanoTime + 30L * 1000 * 1000 * 1000
+      while (sc.master.startsWith("local-cluster") && TaskSlots.of(spark).exists(sc.defaultParallelism < _) && System.nanoTime < deadline)
+        Thread.sleep(100)
       val expected = sc.defaultParallelism / math.max(1, sc.getConf.getInt("spark.task.cpus", 1))
+      val slots    = TaskSlots.of(spark)
       expect(slots.contains(expected), s"master ${sc.master}: $slots task slots, where Spark runs $expected tasks at once")
       s"master ${sc.master}: $expected"
     } else {
-      expect(slots.forall(_ > 0), s"master ${sc.master}: $slots task slots")
-      s"master ${sc.master}: ${slots.fold("not known before an executor registers")(_.toString)}"
+      // A cluster manager: the slots are counted from the registered executors, which may still be starting.
+      val deadline = System.nanoTime + 30L * 1000 * 1000 * 1000
+      while (TaskSlots.of(spark).isEmpty && System.nanoTime < deadline) Thread.sleep(200)
+      val slots = TaskSlots.of(spark)
+      expect(slots.exists(_ > 0), s"master ${sc.master}: no task slot counted in 30 s ($slots)")
+      s"master ${sc.master}: ${slots.get}"
     }
   }
 
