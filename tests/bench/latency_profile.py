@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
+import re
 import statistics
 import sys
 import tempfile
@@ -33,6 +34,10 @@ from bench import run_measurement
 from profile_read import LOG4J2, STEPS, TASK_LINE
 
 from harness import Broker, broker_versions, harness, pins
+
+# RealTimePlanning's line for each batch it plans.
+PLANNED = re.compile(r"real-time batch \d+ planned in (\d+) ms \(the earlier batches' pins (\d+) ms, the cluster (\d+) ms\)")
+PLANNED_PARTS = ("in all", "the earlier batches' pins", "the cluster")
 
 # Spark's phases of a micro-batch that run before its tasks (real time: before they read) and after them.
 BEFORE_TASKS = ("latestOffset", "walCommit", "queryPlanning", "getBatch")
@@ -89,11 +94,14 @@ def main() -> None:
     parser.add_argument("--seconds", type=int, default=20, help="measured seconds, after a 10 s warm-up")
     parser.add_argument("--partitions", type=int, default=4)
     parser.add_argument("--parallelism", type=int, default=4)
+    parser.add_argument("--share-option", action="append", default=[], help="KEY=VALUE, an option of kafka-share's reader")
     args = parser.parse_args()
 
     work = Path(tempfile.mkdtemp(prefix="kafka-share-latency-profile-"))
     log = work / "tasks.log"
-    (work / "log4j2.properties").write_text(LOG4J2.format(log=log))
+    # And the source's planning of each real-time batch (its time, and its parts).
+    planning = "logger.planning.name = io.github.kafkashare.spark.planning.RealTimePlanning\nlogger.planning.level = info\n"
+    (work / "log4j2.properties").write_text(LOG4J2.format(log=log) + planning)
     broker = Broker(broker_versions()[-1], work / "broker").start()
     package = f"org.apache.spark:spark-sql-kafka-0-10_2.13:{pins()['spark-sql-kafka']}"
     results = {}
@@ -120,6 +128,7 @@ def main() -> None:
                     "seconds": args.seconds,
                     "packages": package,
                     "profile_file": str(work / f"profile-{n}.json"),
+                    "share_options": dict(o.split("=", 1) for o in args.share_option),
                     "driver_java_options": f"-Dlog4j2.configurationFile={work / 'log4j2.properties'}",
                 }
                 run_measurement("latency_sink_read.py", config)
@@ -145,6 +154,10 @@ def main() -> None:
             f"  sent during a boundary: {r['sent_at_boundary_pct']}% of all records, {r['slowest_at_boundary_pct']}% of "
             "the slowest 1%"
         )
+    planned = [tuple(int(g) for g in m.groups()) for m in PLANNED.finditer(log.read_text() if log.exists() else "")]
+    if planned:
+        parts = ", ".join(f"{name} {statistics.median(p[i] for p in planned)}" for i, name in enumerate(PLANNED_PARTS))
+        print(f"\nkafka-share's planning of its {len(planned)} real-time batches, median ms: {parts}")
     tasks = [tuple(int(g) for g in m.groups()) for m in TASK_LINE.finditer(log.read_text() if log.exists() else "")]
     if tasks:
         total = sum(t[4] for t in tasks)

@@ -49,6 +49,7 @@ if config["source"] == "kafka-share":
             "kafka.share.group.id": config["group"],
             "kafka.share.parallelism": str(parallelism),
             "kafka.share.exactly.once.strategy": "checkpoint-dedup",
+            **config.get("share_options", {}),
         }
     )
 elif config["trigger"] == "micro-batch":

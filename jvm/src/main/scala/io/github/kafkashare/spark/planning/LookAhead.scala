@@ -1,6 +1,6 @@
 package io.github.kafkashare.spark.planning
 
-import java.util.concurrent.{ExecutorService, Executors, Future, TimeUnit}
+import java.util.concurrent.{Executors, ScheduledExecutorService, ScheduledFuture, TimeUnit}
 
 import scala.util.control.NonFatal
 
@@ -36,25 +36,32 @@ private[planning] object ClusterLook {
  * records at the same offsets. So the planning first asks the topics' ids (one call, not the five of a look):
  * ids that changed, a topic gone, a look that failed, or a subscription that matched no topic give a look
  * now, as at every micro-batch.
+ *
+ * The look is made `delayMs` after the batch was planned, not at once: the batch's read tasks start then, and
+ * on a small machine the look's calls would take the cores their first polls need. A batch shorter than that
+ * has its look made at the boundary.
  */
-private[planning] final class LookAhead(cluster: ClusterView, group: String) extends AutoCloseable with Logging {
+private[planning] final class LookAhead(cluster: ClusterView, group: String, delayMs: Long = LookAhead.DelayMs)
+    extends AutoCloseable with Logging {
 
-  private val executor: ExecutorService = Executors.newSingleThreadExecutor { (task: Runnable) =>
+  private val executor: ScheduledExecutorService = Executors.newSingleThreadScheduledExecutor { (task: Runnable) =>
     val thread = new Thread(task, s"kafka-share look-ahead '$group'")
     thread.setDaemon(true)
     thread
   }
-  private var ahead = Option.empty[Future[ClusterLook]]
+  private var ahead = Option.empty[ScheduledFuture[ClusterLook]]
 
-  /** Starts the look for the next batch. */
-  def start(): Unit = ahead = Some(executor.submit(() => ClusterLook.of(cluster, cluster.resolveTopics())))
+  /** Starts the look for the next batch, `delayMs` from now. */
+  def start(): Unit =
+    ahead = Some(executor.schedule(() => ClusterLook.of(cluster, cluster.resolveTopics()), delayMs, TimeUnit.MILLISECONDS))
 
-  /** Runs `body` on the look-ahead's thread (the backlog's age: a fetch), after the look started before it. */
-  def inBackground(body: () => Unit): Unit = executor.execute(() => body())
+  /** Runs `body` on the look-ahead's thread (the backlog's age: a fetch), `delayMs` from now. */
+  def inBackground(body: () => Unit): Unit = executor.schedule((() => body()): Runnable, delayMs, TimeUnit.MILLISECONDS)
 
   /** The look for the batch planned now: the one taken ahead while its topics keep their ids, else one now. */
   def take(): ClusterLook = {
-    val taken = ahead.flatMap { future =>
+    // A look not begun yet (a batch shorter than the delay) is dropped: one at the boundary instead.
+    val taken = ahead.filterNot(_.cancel(false)).flatMap { future =>
       try Some(future.get(ClusterAccess.TimeoutMs + 5000L, TimeUnit.MILLISECONDS))
       catch { case NonFatal(e) => logDebug(s"kafka-share: group '$group': the look ahead failed (${e.getMessage}); looking now", e); None }
     }
@@ -67,4 +74,10 @@ private[planning] final class LookAhead(cluster: ClusterView, group: String) ext
     catch { case NonFatal(_) => false })
 
   override def close(): Unit = executor.shutdownNow()
+}
+
+private[planning] object LookAhead {
+
+  /** How long after a batch is planned its successor's look is made. */
+  val DelayMs = 1000L
 }

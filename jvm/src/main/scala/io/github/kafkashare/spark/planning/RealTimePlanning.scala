@@ -45,7 +45,9 @@ final class RealTimePlanning private[planning] (
       case _                                                        =>
     }
     val (entries, released) = planning.previousOf(start)
+    val read                = System.nanoTime
     val seen                = lookAhead.take()
+    val lookedAt            = System.nanoTime
     planning.useTopicsOf(seen)
     val topics = planning.topics
     // A pattern that matches nothing yet: the tasks wait out the batch (a topic may appear by the next).
@@ -57,7 +59,9 @@ final class RealTimePlanning private[planning] (
     val tasks   = readTasks.realTimeTasks(plan.end.batch, plan.firstTask, pinned, topics, planning.deliveryLimitNow, plan.work)
     lastPlanned = Some(((batch, start), tasks))
     lookAhead.start() // the next batch's, while this one runs
-    logInfo(s"kafka-share: real-time batch $batch planned in ${(System.nanoTime - began) / 1000000L} ms")
+    def ms(from: Long, to: Long) = (to - from) / 1000000L
+    logInfo(s"kafka-share: real-time batch $batch planned in ${ms(began, System.nanoTime)} ms (the earlier batches' pins " +
+      s"${ms(began, read)} ms, the cluster ${ms(read, lookedAt)} ms)")
     tasks
   }
 

@@ -30,7 +30,7 @@ class LookAheadSuite extends AnyFunSuite {
 
   private def withLookAhead(body: (CountingCluster, LookAhead) => Unit): Unit = {
     val cluster   = new CountingCluster
-    val lookAhead = new LookAhead(cluster, "g")
+    val lookAhead = new LookAhead(cluster, "g", delayMs = 0L)
     try body(cluster, lookAhead)
     finally lookAhead.close()
   }
@@ -75,6 +75,17 @@ class LookAheadSuite extends AnyFunSuite {
       val e = intercept[IllegalStateException](lookAhead.take())
       assert(e.getMessage.contains("does not exist"))
     }
+  }
+
+  test("a batch shorter than the look's delay: the look is dropped and made at the boundary") {
+    val cluster   = new CountingCluster
+    val lookAhead = new LookAhead(cluster, "g", delayMs = 10000L)
+    try {
+      lookAhead.start()
+      assert(lookAhead.take().now.ids == Map("orders" -> "id-1"))
+      Thread.sleep(100)
+      assert((cluster.looks, cluster.idChecks) == ((1, 0)), "the look ahead ran, or was used")
+    } finally lookAhead.close()
   }
 
   test("no look ahead (the first batch), or one that failed: a look at the boundary") {
