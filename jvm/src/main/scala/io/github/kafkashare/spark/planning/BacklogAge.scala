@@ -22,7 +22,9 @@ private[planning] final class BacklogAge(
 ) extends Logging {
 
   @volatile private var ageMs = 0L
-  private var lastReadMs      = Option.empty[Long]
+  // Bumped when the age is set here: a read run elsewhere that ends after it writes nothing.
+  @volatile private var generation = 0L
+  private var lastReadMs           = Option.empty[Long]
   // How a read runs: at once by default; real time hands it to its look-ahead's thread.
   private var run: (() => Unit) => Unit = body => body()
 
@@ -32,14 +34,16 @@ private[planning] final class BacklogAge(
   def current: Long = ageMs
 
   /** A look at the cluster found no record available: nothing is old. */
-  def noBacklog(): Unit = ageMs = 0L
+  def noBacklog(): Unit = { generation += 1; ageMs = 0L }
 
   /** A batch is planned; `startOffsets` of the partitions with a backlog. */
   def planned(startOffsets: Map[(String, Int), Long]): Unit = {
     val now = nowMs()
-    if (startOffsets.isEmpty) ageMs = 0L
+    if (startOffsets.isEmpty) noBacklog()
     else if (lastReadMs.forall(now - _ >= minIntervalMs)) {
       lastReadMs = Some(now)
+      generation += 1
+      val readFor = generation
       run { () =>
         val stamps =
           try read(startOffsets)
@@ -49,7 +53,7 @@ private[planning] final class BacklogAge(
               Map.empty[(String, Int), Long]
           }
         // Nothing read (a timeout): the previous age stands rather than a 0 that would say all is well.
-        stamps.values.filter(_ >= 0).minOption.foreach(oldest => ageMs = math.max(0L, now - oldest))
+        stamps.values.filter(_ >= 0).minOption.filter(_ => generation == readFor).foreach(oldest => ageMs = math.max(0L, now - oldest))
       }
     }
   }

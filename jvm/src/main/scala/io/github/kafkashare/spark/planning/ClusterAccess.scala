@@ -265,11 +265,17 @@ final class ClusterAccess(options: ShareSourceOptions) extends ClusterView with 
       case e: TimeoutException => throw ShareSourceErrors.brokerUnreachable(options.bootstrapServers, timeoutMs, e)
     }
 
-  // Made at the first backlog whose age is asked for; not a member of any group.
-  private var timestamps = Option.empty[(KafkaConsumer[Array[Byte], Array[Byte]], RecordTimestamps)]
+  // Made at the first backlog whose age is asked for; not a member of any group. Under timestampsLock: real
+  // time reads them on its look-ahead's thread, and the consumer is not thread-safe.
+  private val timestampsLock = new Object
+  private var timestamps     = Option.empty[(KafkaConsumer[Array[Byte], Array[Byte]], RecordTimestamps)]
+  private var closed         = false
 
-  // Synchronized: real time reads them on its look-ahead's thread, and the consumer is not thread-safe.
-  override def recordTimestamps(offsets: Map[(String, Int), Long]): Map[(String, Int), Long] = synchronized {
+  override def recordTimestamps(offsets: Map[(String, Int), Long]): Map[(String, Int), Long] = timestampsLock.synchronized {
+    if (closed) Map.empty else readTimestamps(offsets)
+  }
+
+  private def readTimestamps(offsets: Map[(String, Int), Long]): Map[(String, Int), Long] = {
     val (_, reader) = timestamps.getOrElse {
       val props = new Properties
       // A plain consumer refuses the share consumer's own settings, as in ReplayFetcher.
@@ -291,7 +297,10 @@ final class ClusterAccess(options: ShareSourceOptions) extends ClusterView with 
   }
 
   override def close(): Unit =
-    try timestamps.foreach(_._1.close(CloseOptions.timeout(java.time.Duration.ofSeconds(5))))
+    try timestampsLock.synchronized {
+        closed = true
+        timestamps.foreach(_._1.close(CloseOptions.timeout(java.time.Duration.ofSeconds(5))))
+      }
     finally admin.close(java.time.Duration.ofSeconds(5))
 }
 

@@ -4,6 +4,7 @@ import java.util.concurrent.{Executors, ScheduledExecutorService, ScheduledFutur
 
 import scala.util.control.NonFatal
 
+import io.github.kafkashare.spark.consumer.Uninterrupted
 import org.apache.spark.internal.Logging
 
 /**
@@ -31,18 +32,22 @@ private[planning] object ClusterLook {
  * next one is; it is then a batch old, which is safe for what the planning reads of it:
  *  - the group's start offsets only move forward: an old one keeps a few more pins, none too few;
  *  - the ends and the lag are the backlog's figures, a batch old in the progress;
- *  - a pattern's new topic is read one batch later.
  * Not for a topic deleted, or deleted and created again, since the look: its pins would hide the new topic's
- * records at the same offsets. So the planning first asks the topics' ids (one call, not the five of a look):
- * ids that changed, a topic gone, a look that failed, or a subscription that matched no topic give a look
- * now, as at every micro-batch.
+ * records at the same offsets; nor for a pattern's topics (a group that starts at the latest offset would skip
+ * what a new topic got meanwhile). So the planning first asks the topics' ids (one call, not the five of a
+ * look; with a pattern, also the topics it matches): ids that changed, a topic gone or new, a look that
+ * failed, or a subscription that matched no topic give a look now, as at every micro-batch.
  *
  * The look is made `delayMs` after the batch was planned, not at once: the batch's read tasks start then, and
  * on a small machine the look's calls would take the cores their first polls need. A batch shorter than that
  * has its look made at the boundary.
  */
-private[planning] final class LookAhead(cluster: ClusterView, group: String, delayMs: Long = LookAhead.DelayMs)
-    extends AutoCloseable with Logging {
+private[planning] final class LookAhead(
+    cluster: ClusterView,
+    group: String,
+    patterned: Boolean,
+    delayMs: Long = LookAhead.DelayMs
+) extends AutoCloseable with Logging {
 
   private val executor: ScheduledExecutorService = Executors.newSingleThreadScheduledExecutor { (task: Runnable) =>
     val thread = new Thread(task, s"kafka-share look-ahead '$group'")
@@ -63,17 +68,28 @@ private[planning] final class LookAhead(cluster: ClusterView, group: String, del
     // A look not begun yet (a batch shorter than the delay) is dropped: one at the boundary instead.
     val taken = ahead.filterNot(_.cancel(false)).flatMap { future =>
       try Some(future.get(ClusterAccess.TimeoutMs + 5000L, TimeUnit.MILLISECONDS))
-      catch { case NonFatal(e) => logDebug(s"kafka-share: group '$group': the look ahead failed (${e.getMessage}); looking now", e); None }
+      catch {
+        case NonFatal(e) =>
+          future.cancel(true)
+          logInfo(s"kafka-share: group '$group': the look at the cluster made during the batch failed (${e.getMessage}); looking now")
+          None
+      }
     }
     ahead = None
     taken.filter(current).getOrElse(ClusterLook.of(cluster, cluster.resolveTopics()))
   }
 
+  // The topics keep their ids; a pattern's still match the same topics (a new one is read from this batch on,
+  // not the next: a group starting at the latest offset would skip what it was given meanwhile).
   private def current(look: ClusterLook): Boolean =
-    look.topics.nonEmpty && (try cluster.topicIds(look.topics) == look.now.ids
+    look.topics.nonEmpty && (try cluster.topicIds(look.topics) == look.now.ids && (!patterned || cluster.resolveTopics() == look.topics)
     catch { case NonFatal(_) => false })
 
-  override def close(): Unit = executor.shutdownNow()
+  /** Ends the thread, waiting a moment for a look under way: the stop closes the cluster's clients next. */
+  override def close(): Unit = Uninterrupted {
+    executor.shutdownNow()
+    executor.awaitTermination(5, TimeUnit.SECONDS)
+  }
 }
 
 private[planning] object LookAhead {

@@ -1,7 +1,7 @@
 package io.github.kafkashare.spark.planning
 
 import io.github.kafkashare.spark.offsets.{AcquisitionLog, ShareSourceOffset}
-import io.github.kafkashare.spark.options.ShareSourceOptions
+import io.github.kafkashare.spark.options.{ShareSourceOptions, Subscription}
 import org.apache.spark.internal.Logging
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.connector.read.InputPartition
@@ -28,7 +28,7 @@ final class RealTimePlanning private[planning] (
   logInfo(s"kafka-share: group '${options.groupId}': Spark's real-time mode, $parallelism read tasks " +
     "polling for the whole of each batch")
 
-  private val lookAhead = new LookAhead(cluster, options.groupId)
+  private val lookAhead = new LookAhead(cluster, options.groupId, patterned = options.subscription.isInstanceOf[Subscription.TopicPattern])
   planning.readBacklogAgeWith(lookAhead)
   lookAhead.start()
 
@@ -47,7 +47,8 @@ final class RealTimePlanning private[planning] (
     val (entries, released) = planning.previousOf(start)
     val read                = System.nanoTime
     val seen                = lookAhead.take()
-    val lookedAt            = System.nanoTime
+    lookAhead.start() // the next batch's, made while this one runs (before the backlog's age is read)
+    val lookedAt = System.nanoTime
     planning.useTopicsOf(seen)
     val topics = planning.topics
     // A pattern that matches nothing yet: the tasks wait out the batch (a topic may appear by the next).
@@ -58,7 +59,6 @@ final class RealTimePlanning private[planning] (
     val plan    = batches.plan(start, batch, pinned, planning.identity.clusterId, keptIds)
     val tasks   = readTasks.realTimeTasks(plan.end.batch, plan.firstTask, pinned, topics, planning.deliveryLimitNow, plan.work)
     lastPlanned = Some(((batch, start), tasks))
-    lookAhead.start() // the next batch's, while this one runs
     def ms(from: Long, to: Long) = (to - from) / 1000000L
     logInfo(s"kafka-share: real-time batch $batch planned in ${ms(began, System.nanoTime)} ms (the earlier batches' pins " +
       s"${ms(began, read)} ms, the cluster ${ms(read, lookedAt)} ms)")

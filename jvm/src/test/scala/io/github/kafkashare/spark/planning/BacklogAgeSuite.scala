@@ -47,6 +47,18 @@ class BacklogAgeSuite extends AnyFunSuite {
     assert(reads.asked.size == 1 && age.current == 60000L)
   }
 
+  test("run elsewhere, a read that ends after a look found no backlog does not bring back an age") {
+    var now     = 100000L
+    val reads   = new Reads(Map(("a", 0) -> 40000L))
+    val age     = new BacklogAge(reads.read, () => now)
+    var pending = Seq.empty[() => Unit]
+    age.runIn(body => pending :+= body)
+    age.planned(Map(("a", 0) -> 5L))
+    age.noBacklog()
+    pending.foreach(_())
+    assert(reads.asked.size == 1 && age.current == 0L, "the late read set an age with no backlog")
+  }
+
   test("a read that finds nothing, or fails, keeps the age it had") {
     var now  = 10000L
     var fail = false

@@ -6,11 +6,14 @@ class LookAheadSuite extends AnyFunSuite {
 
   /** A cluster of topic `orders` (id `id`), that counts what it is asked. */
   private final class CountingCluster extends ClusterView {
-    @volatile var id                      = "id-1"
-    @volatile var gone                    = false
-    @volatile var looks, idChecks, groups = 0
-    override def resolveTopics(): Seq[String] =
-      if (gone) throw new IllegalStateException("topic orders does not exist") else Seq("orders")
+    @volatile var id                                = "id-1"
+    @volatile var gone                              = false
+    @volatile var extra                             = Seq.empty[String] // topics a pattern matches besides orders
+    @volatile var looks, idChecks, groups, resolves = 0
+    override def resolveTopics(): Seq[String] = {
+      resolves += 1
+      if (gone) throw new IllegalStateException("topic orders does not exist") else "orders" +: extra
+    }
     override def topicsNow(topics: Seq[String]): TopicsNow = synchronized {
       looks += 1
       TopicsNow(Map(("orders", 0) -> 10L), Map("orders" -> id))
@@ -28,9 +31,11 @@ class LookAheadSuite extends AnyFunSuite {
     override def close(): Unit                     = ()
   }
 
-  private def withLookAhead(body: (CountingCluster, LookAhead) => Unit): Unit = {
+  private def withLookAhead(body: (CountingCluster, LookAhead) => Unit): Unit = withLookAhead(patterned = false)(body)
+
+  private def withLookAhead(patterned: Boolean)(body: (CountingCluster, LookAhead) => Unit): Unit = {
     val cluster   = new CountingCluster
-    val lookAhead = new LookAhead(cluster, "g", delayMs = 0L)
+    val lookAhead = new LookAhead(cluster, "g", patterned, delayMs = 0L)
     try body(cluster, lookAhead)
     finally lookAhead.close()
   }
@@ -79,7 +84,7 @@ class LookAheadSuite extends AnyFunSuite {
 
   test("a batch shorter than the look's delay: the look is dropped and made at the boundary") {
     val cluster   = new CountingCluster
-    val lookAhead = new LookAhead(cluster, "g", delayMs = 10000L)
+    val lookAhead = new LookAhead(cluster, "g", patterned = false, delayMs = 10000L)
     try {
       lookAhead.start()
       assert(lookAhead.take().now.ids == Map("orders" -> "id-1"))
@@ -88,13 +93,31 @@ class LookAheadSuite extends AnyFunSuite {
     } finally lookAhead.close()
   }
 
+  test("a pattern that matches a new topic since the look ahead: the boundary looks again and reads it") {
+    withLookAhead(patterned = true) { (cluster, lookAhead) =>
+      lookAhead.start()
+      settled(cluster, 1)
+      assert(lookAhead.take().topics == Seq("orders"), "the look ahead was not used")
+      assert(cluster.looks == 1)
+      lookAhead.start()
+      settled(cluster, 2)
+      cluster.extra = Seq("orders-eu")
+      assert(lookAhead.take().topics == Seq("orders", "orders-eu"))
+      assert(cluster.looks == 3)
+    }
+  }
+
   test("no look ahead (the first batch), or one that failed: a look at the boundary") {
     withLookAhead { (cluster, lookAhead) =>
       assert(lookAhead.take().now.ids == Map("orders" -> "id-1"))
       assert((cluster.looks, cluster.idChecks) == ((1, 0)))
       cluster.gone = true
+      val resolved = cluster.resolves
       lookAhead.start() // fails in the background
-      Thread.sleep(200)
+      val deadline = System.nanoTime + 10L * 1000 * 1000 * 1000
+      while (cluster.resolves == resolved && System.nanoTime < deadline) Thread.sleep(5)
+      Thread.sleep(50)
+      assert(cluster.resolves > resolved, "the look ahead did not run")
       cluster.gone = false
       assert(lookAhead.take().topics == Seq("orders"))
       assert(cluster.looks == 2)
