@@ -63,14 +63,20 @@ def check(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, dict[str, tupl
     """The check's output on this pyspark: its Spark line, and each touchpoint's verdict and detail.
 
     One run per pyspark and pytest session: each xdist worker builds module fixtures of its own, so the
-    first to come runs the check (under a lock) and leaves its output for the other."""
-    shared = tmp_path_factory.getbasetemp().parent  # the same for every worker of this session
-    output = shared / f"spark-internals-{pyspark.__version__}.json"
-    with open(shared / "spark-internals.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if not output.exists():
-            output.write_text(json.dumps(_run_check(tmp_path_factory.mktemp("spark-internals"))))
-        returncode, stdout, stderr = json.loads(output.read_text())
+    first worker of the session (PYTEST_XDIST_TESTRUNUID, the same for all of them) runs the check under a
+    lock and leaves its output for the other. Never an output of another session (another jar)."""
+    work = tmp_path_factory.mktemp("spark-internals")
+    session = os.environ.get("PYTEST_XDIST_TESTRUNUID")
+    if session is None:
+        returncode, stdout, stderr = _run_check(work)
+    else:
+        shared = tmp_path_factory.getbasetemp().parent  # the session's directory, above each worker's
+        output = shared / f"spark-internals-{session}-{pyspark.__version__}.json"
+        with open(shared / f"spark-internals-{session}.lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            if not output.exists():
+                output.write_text(json.dumps(_run_check(work)))
+            returncode, stdout, stderr = json.loads(output.read_text())
     lines = stdout.splitlines()
     header = [line for line in lines if line.startswith("kafka-share: Spark ")]
     assert header, f"the check printed no verdicts (exit {returncode}):\n{stdout}\n{stderr}"
