@@ -29,9 +29,9 @@ private[planning] object ClusterLook {
  * Real time's look at the cluster, taken while a batch runs instead of between two batches: a record sent
  * during the boundary waits for the next batch's tasks, so the boundary is the tail of the latency
  * (docs/internals/real-time-measurements.md). The look is started as a batch is planned and taken when the
- * next one is; it is then a batch old, which is safe for what the planning reads of it:
+ * next one is; it is then up to a batch old, which is safe for what the planning reads of it:
  *  - the group's start offsets only move forward: an old one keeps a few more pins, none too few;
- *  - the ends and the lag are the backlog's figures, a batch old in the progress;
+ *  - the ends and the lag are the backlog's figures, up to a batch old in the progress.
  * Not for a topic deleted, or deleted and created again, since the look: its pins would hide the new topic's
  * records at the same offsets; nor for a pattern's topics (a group that starts at the latest offset would skip
  * what a new topic got meanwhile). So the planning first asks the topics' ids (one call, not the five of a

@@ -4,7 +4,7 @@ import io.github.kafkashare.spark.errors.ShareSourceErrors
 import io.github.kafkashare.spark.offsets.{AcquisitionLog, ShareSourceOffset, TopicPartitionRanges}
 import io.github.kafkashare.spark.options.{AcknowledgmentMode, ShareSourceOptions}
 import io.github.kafkashare.spark.reader.{HandedOver, RealTimeTaskEnd}
-import io.github.kafkashare.spark.sparkinternals.{SparkBatchId, TaskSlots}
+import io.github.kafkashare.spark.sparkinternals.TaskSlots
 import org.apache.spark.internal.Logging
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.connector.read.streaming.PartitionOffset
@@ -94,10 +94,4 @@ private[planning] object RealTimeBatches extends Logging {
           s"has task slots for the $parallelism real-time read tasks cannot be checked")
     }
   }
-
-  /**
-   * The id of the batch Spark runs now: Spark sets it on the query's thread before it plans the batch's
-   * scan (MicroBatchExecution.BATCH_ID_KEY), which is where real-time mode asks for the partitions.
-   */
-  def sparkBatchId(): Option[Long] = SparkBatchId.onThisThread()
 }

@@ -2,6 +2,7 @@ package io.github.kafkashare.spark.planning
 
 import io.github.kafkashare.spark.offsets.{AcquisitionLog, ShareSourceOffset}
 import io.github.kafkashare.spark.options.{ShareSourceOptions, Subscription}
+import io.github.kafkashare.spark.sparkinternals.SparkBatchId
 import org.apache.spark.internal.Logging
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.connector.read.InputPartition
@@ -39,7 +40,8 @@ final class RealTimePlanning private[planning] (
   def partitions(startOffset: Offset): Array[InputPartition] = {
     val began = System.nanoTime
     val start = ShareSourceOffset.of(startOffset)
-    val batch = RealTimeBatches.sparkBatchId().getOrElse(sparkBatchIds.next())
+    // Spark sets the batch's id on the query's thread before it plans the batch's scan, where real time asks.
+    val batch = SparkBatchId.onThisThread().getOrElse(sparkBatchIds.next())
     lastPlanned match {
       case Some((planned, partitions)) if planned == (batch, start) => return partitions
       case _                                                        =>

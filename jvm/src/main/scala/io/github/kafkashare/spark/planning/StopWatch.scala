@@ -28,15 +28,16 @@ private[planning] final class StopWatch(markers: SourceMarkers) extends Logging 
   @volatile private var ended                = false
 
   /** Called on the query's stream thread (before each batch); the first call starts the watch. */
-  def noteStreamThread(): Unit = if (streamThread == null && StopWatch.isStreamThread(Thread.currentThread)) synchronized {
-    if (streamThread == null && !ended) {
-      streamThread = Thread.currentThread
-      val w = new Thread(() => watch(streamThread), "kafka-share-stop-watch")
-      w.setDaemon(true)
-      w.start()
-      watcher = w
+  def noteStreamThread(): Unit =
+    if (streamThread == null && StreamThread.is(Thread.currentThread)) synchronized {
+      if (streamThread == null && !ended) {
+        streamThread = Thread.currentThread
+        val w = new Thread(() => watch(streamThread), "kafka-share-stop-watch")
+        w.setDaemon(true)
+        w.start()
+        watcher = w
+      }
     }
-  }
 
   /** The source stops: the watch ends, and no marker is written after this returns (a restart clears it). */
   def end(): Unit = {
@@ -61,7 +62,4 @@ private object StopWatch {
 
   /** How often the stream thread is looked at: a foreachBatch's next read comes later than this. */
   val PeriodMs = 20L
-
-  // Spark's QueryExecutionThread; any other thread that calls the source (a test's) is not watched.
-  def isStreamThread(t: Thread): Boolean = StreamThread.is(t)
 }
