@@ -39,6 +39,14 @@ from harness import Broker, broker_versions, harness, pins
 PLANNED = re.compile(r"real-time batch \d+ planned in (\d+) ms \(the earlier batches' pins (\d+) ms, the cluster (\d+) ms\)")
 PLANNED_PARTS = ("in all", "the earlier batches' pins", "the cluster")
 
+# Spark's loggers that time a boundary: the stages and tasks, on the driver and the executor, and the stream's steps.
+SPARK_TIMELINE = (
+    "org.apache.spark.scheduler.DAGScheduler",
+    "org.apache.spark.scheduler.TaskSetManager",
+    "org.apache.spark.executor.Executor",
+    "org.apache.spark.sql.execution.streaming",
+)
+
 # Spark's phases of a micro-batch that run before its tasks (real time: before they read) and after them.
 BEFORE_TASKS = ("latestOffset", "walCommit", "queryPlanning", "getBatch")
 AFTER_TASKS = ("commitOffsets",)
@@ -95,12 +103,18 @@ def main() -> None:
     parser.add_argument("--partitions", type=int, default=4)
     parser.add_argument("--parallelism", type=int, default=4)
     parser.add_argument("--share-option", action="append", default=[], help="KEY=VALUE, an option of kafka-share's reader")
+    parser.add_argument("--spark-log", action="store_true", help="also log Spark's scheduler and stream at INFO (a timeline)")
     args = parser.parse_args()
 
     work = Path(tempfile.mkdtemp(prefix="kafka-share-latency-profile-"))
     log = work / "tasks.log"
     # And the source's planning of each real-time batch (its time, and its parts).
     planning = "logger.planning.name = io.github.kafkashare.spark.planning.RealTimePlanning\nlogger.planning.level = info\n"
+    if args.spark_log:
+        planning += "".join(
+            f"logger.s{i}.name = {name}\nlogger.s{i}.level = info\n"
+            for i, name in enumerate(SPARK_TIMELINE + ("io.github.kafkashare.spark.reader.RealTimeRecords",))
+        )
     (work / "log4j2.properties").write_text(LOG4J2.format(log=log) + planning)
     broker = Broker(broker_versions()[-1], work / "broker").start()
     package = f"org.apache.spark:spark-sql-kafka-0-10_2.13:{pins()['spark-sql-kafka']}"

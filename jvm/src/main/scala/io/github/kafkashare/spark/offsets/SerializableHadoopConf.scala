@@ -3,12 +3,43 @@ package io.github.kafkashare.spark.offsets
 import java.io.{ObjectInputStream, ObjectOutputStream}
 
 import org.apache.hadoop.conf.Configuration
+import org.apache.spark.SparkContext
+import org.apache.spark.broadcast.Broadcast
 
-/** Ships the driver's Hadoop configuration to executors, which read and write the acquisition log. */
-final class SerializableHadoopConf(@transient var value: Configuration) extends Serializable {
-  private def writeObject(out: ObjectOutputStream): Unit = { out.defaultWriteObject(); value.write(out) }
-  private def readObject(in: ObjectInputStream): Unit = {
-    value = new Configuration(false)
-    value.readFields(in)
+/**
+ * Ships the driver's Hadoop configuration to executors, which read and write the acquisition log. A query's
+ * ships it once per executor, as a broadcast ([[SerializableHadoopConf.broadcast]]): the configuration is some
+ * 120 KB, and Spark serializes each read task, and the stage with all of them, at every batch's start. Sent in
+ * each task, it held a real-time batch's boundary some 60 ms on 2 cores (docs/internals/real-time-measurements.md).
+ * Built from a configuration alone (tests, tools without Spark), it travels in each task.
+ */
+final class SerializableHadoopConf private (@transient private var conf: Configuration, shared: Broadcast[SerializableHadoopConf])
+    extends Serializable {
+
+  def this(conf: Configuration) = this(conf, null)
+
+  def value: Configuration = {
+    if (conf == null) conf = shared.value.value // once per deserialized copy; Spark caches the broadcast per executor
+    conf
   }
+
+  private def writeObject(out: ObjectOutputStream): Unit = {
+    out.defaultWriteObject()
+    if (shared == null) value.write(out)
+  }
+
+  private def readObject(in: ObjectInputStream): Unit = {
+    in.defaultReadObject()
+    if (shared == null) {
+      conf = new Configuration(false)
+      conf.readFields(in)
+    }
+  }
+}
+
+object SerializableHadoopConf {
+
+  /** The configuration, with executors' copies fetched once per executor from a broadcast of `spark`. */
+  def broadcast(conf: Configuration, spark: SparkContext): SerializableHadoopConf =
+    new SerializableHadoopConf(conf, spark.broadcast(new SerializableHadoopConf(conf)))
 }

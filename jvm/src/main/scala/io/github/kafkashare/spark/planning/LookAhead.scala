@@ -1,6 +1,6 @@
 package io.github.kafkashare.spark.planning
 
-import java.util.concurrent.{Executors, ScheduledExecutorService, ScheduledFuture, TimeUnit}
+import java.util.concurrent.{Executors, Future, ScheduledExecutorService, TimeUnit}
 
 import scala.util.control.NonFatal
 
@@ -41,6 +41,10 @@ private[planning] object ClusterLook {
  * The look is made `delayMs` after the batch was planned, not at once: the batch's read tasks start then, and
  * on a small machine the look's calls would take the cores their first polls need. A batch shorter than that
  * has its look made at the boundary.
+ *
+ * The check is made as the batch's tasks end ([[batchEnded]]), with the read of their pins, not when the next
+ * batch is planned: Spark writes its logs and plans the next batch's query meanwhile (some 30 ms on 2 cores).
+ * Both moments are between two batches' tasks, so the check holds the same.
  */
 private[planning] final class LookAhead(
     cluster: ClusterView,
@@ -54,7 +58,8 @@ private[planning] final class LookAhead(
     thread.setDaemon(true)
     thread
   }
-  private var ahead = Option.empty[ScheduledFuture[ClusterLook]]
+  private var ahead   = Option.empty[Future[ClusterLook]]
+  private var checked = Option.empty[Future[Option[ClusterLook]]] // the look ahead, checked at the batch's end
 
   /** Starts the look for the next batch, `delayMs` from now. */
   def start(): Unit =
@@ -63,21 +68,44 @@ private[planning] final class LookAhead(
   /** Runs `body` on the look-ahead's thread (the backlog's age: a fetch), `delayMs` from now. */
   def inBackground(body: () => Unit): Unit = executor.schedule((() => body()): Runnable, delayMs, TimeUnit.MILLISECONDS)
 
+  /**
+   * The batch's tasks ended: `alongside` (the read of what they pinned) and the check of the look taken ahead
+   * run now on the look-ahead's thread, while Spark goes on to the next batch. A failure of `alongside` is the
+   * planning's to meet: it reads again.
+   */
+  def batchEnded(alongside: () => Unit): Unit = {
+    val look = ahead
+    ahead = None
+    checked = Some(executor.submit { () =>
+      try alongside()
+      catch { case NonFatal(e) => logDebug(s"kafka-share: group '$group': a read at the batch's end failed; the planning reads again", e) }
+      checkedLook(look) // on this thread: the look has run, or not begun (then it is dropped)
+    })
+  }
+
   /** The look for the batch planned now: the one taken ahead while its topics keep their ids, else one now. */
   def take(): ClusterLook = {
-    // A look not begun yet (a batch shorter than the delay) is dropped: one at the boundary instead.
-    val taken = ahead.filterNot(_.cancel(false)).flatMap { future =>
-      try Some(future.get(ClusterAccess.TimeoutMs + 5000L, TimeUnit.MILLISECONDS))
-      catch {
-        case NonFatal(e) =>
-          future.cancel(true)
-          logInfo(s"kafka-share: group '$group': the look at the cluster made during the batch failed (${e.getMessage}); looking now")
-          None
-      }
+    val valid = checked match {
+      case Some(check) => waitFor(check).flatten
+      case None        => checkedLook(ahead)
     }
     ahead = None
-    taken.filter(current).getOrElse(ClusterLook.of(cluster, cluster.resolveTopics()))
+    checked = None
+    valid.getOrElse(ClusterLook.of(cluster, cluster.resolveTopics()))
   }
+
+  // A look not begun yet (a batch shorter than the delay) is dropped: one at the boundary instead.
+  private def checkedLook(look: Option[Future[ClusterLook]]): Option[ClusterLook] =
+    look.filterNot(_.cancel(false)).flatMap(waitFor).filter(current)
+
+  private def waitFor[T](future: Future[T]): Option[T] =
+    try Some(future.get(ClusterAccess.TimeoutMs + 5000L, TimeUnit.MILLISECONDS))
+    catch {
+      case NonFatal(e) =>
+        future.cancel(true)
+        logInfo(s"kafka-share: group '$group': the look at the cluster made during the batch failed (${e.getMessage}); looking now")
+        None
+    }
 
   // The topics keep their ids; a pattern's still match the same topics (a new one is read from this batch on,
   // not the next: a group starting at the latest offset would skip what it was given meanwhile).

@@ -13,7 +13,7 @@ private[planning] final class PreviousBatches(acquisitions: AcquisitionLog, deci
   private var previous = Option.empty[(Long, Seq[AcquisitionEntry], TopicPartitionRanges)]
 
   /** The entries of the batch that ended at `start`, and what its decisions released. */
-  def of(start: ShareSourceOffset): (Seq[AcquisitionEntry], TopicPartitionRanges) =
+  def of(start: ShareSourceOffset): (Seq[AcquisitionEntry], TopicPartitionRanges) = synchronized { // real time reads ahead
     if (start.batch < 0) (Nil, TopicPartitionRanges.empty)
     else previous match {
       case Some((batch, entries, released)) if batch == start.batch => (entries, released)
@@ -23,6 +23,7 @@ private[planning] final class PreviousBatches(acquisitions: AcquisitionLog, deci
         previous = Some((start.batch, entries, released))
         (entries, released)
     }
+  }
 
   /** Explicit mode: the records of `batch` that its decisions, or the default for records that got none, RELEASEd. */
   private def releasedBy(batch: Long, entries: Seq[AcquisitionEntry]): TopicPartitionRanges = mode match {

@@ -74,6 +74,7 @@ final class RealTimePlanning private[planning] (
   def end(taskEnds: Array[PartitionOffset]): Offset = {
     val ended = batches.end(taskEnds.toSeq)
     planning.lastBatch = BatchStats(ended.batch, batches.lastPinned, 0)
+    lookAhead.batchEnded(() => planning.previousOf(ended)) // the next batch starts from `ended`
     ended
   }
 }

@@ -35,7 +35,7 @@ object StreamStart extends Logging {
       cluster.groupMaxSize().filter(parallelism > _).foreach { max =>
         throw ShareSourceErrors.parallelismAboveGroupSize(parallelism, max, options.groupId)
       }
-      val hadoopConf = new SerializableHadoopConf(SparkConfs.checkpointConf(spark))
+      val hadoopConf = hadoopConfOf(spark)
       val store      = CheckpointStore.of(new Path(checkpointDir), hadoopConf.value)
       if (!store.createIfAbsentAtomic) logWarning(ShareSourceErrors.checkpointStoreNotAtomic(checkpointDir, store.createIfAbsentBy))
       RecordedMode.check(store, checkpointDir, options.mode)
@@ -66,6 +66,10 @@ object StreamStart extends Logging {
       case e: Throwable => cluster.close(); throw e
     }
   }
+
+  /** The checkpoint's Hadoop configuration, for the driver and, once per executor, for the read tasks. */
+  private[planning] def hadoopConfOf(spark: SparkSession): SerializableHadoopConf =
+    SerializableHadoopConf.broadcast(SparkConfs.checkpointConf(spark), spark.sparkContext)
 
   /** The stream, with Spark's real-time interfaces where this Spark has them: real time is Spark's choice, by trigger. */
   private def newStream(

@@ -7,7 +7,6 @@ import io.github.kafkashare.spark.metrics.QueryTotals
 import io.github.kafkashare.spark.offsets._
 import io.github.kafkashare.spark.options.ShareSourceOptions
 import io.github.kafkashare.spark.reader.KafkaShareInputPartition
-import org.apache.hadoop.conf.Configuration
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.connector.read.streaming.ReadLimit
 import org.scalatest.BeforeAndAfterAll
@@ -49,7 +48,7 @@ class KafkaShareMicroBatchStreamSuite extends AnyFunSuite with BeforeAndAfterAll
       Map("kafka.bootstrap.servers" -> "localhost:9", "kafka.share.group.id" -> "orders-group", "subscribe" -> "orders") ++ extra
     )
     val features   = BrokerFeatures.of(27, 27, shareVersion = 1, Some(Map.empty))
-    val hadoopConf = new SerializableHadoopConf(new Configuration())
+    val hadoopConf = StreamStart.hadoopConfOf(spark_)
     val cluster    = restartOf.map(_._2).getOrElse(new FakeCluster)
     val stream = new KafkaShareMicroBatchStream(
       options,
@@ -112,6 +111,20 @@ class KafkaShareMicroBatchStreamSuite extends AnyFunSuite with BeforeAndAfterAll
     assert(tasks.forall(t => t.batch == second.batch && t.pinned == second.pinned && t.topics == Seq("orders")))
     assert(tasks.forall(_.maxRecords == 51), "101 over 2 tasks, rounded up")
     assert(tasks.forall(_.deliveryLimit == 5))
+  }
+
+  test("a read task is small: the checkpoint's Hadoop configuration goes to each executor once, not in every task") {
+    val f     = fixture()
+    val first = next(f, ShareSourceOffset.initial)
+    val task  = f.stream.planInputPartitions(ShareSourceOffset.initial, first).head
+    val bytes = new java.io.ByteArrayOutputStream
+    val out   = new java.io.ObjectOutputStream(bytes)
+    out.writeObject(task)
+    out.close()
+    // By value, the configuration alone is over 100 KB; Spark serializes each task at every batch's start.
+    assert(bytes.size < 20000, s"a read task is ${bytes.size} bytes")
+    val copy = new java.io.ObjectInputStream(new java.io.ByteArrayInputStream(bytes.toByteArray)).readObject()
+    assert(copy.asInstanceOf[KafkaShareInputPartition].query.log.read(first.batch, 0).isEmpty, "the copy cannot read the log")
   }
 
   test("offsets of another group or cluster are refused, at planning and when a batch runs again") {

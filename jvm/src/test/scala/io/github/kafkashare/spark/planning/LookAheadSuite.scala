@@ -123,4 +123,30 @@ class LookAheadSuite extends AnyFunSuite {
       assert(cluster.looks == 2)
     }
   }
+
+  test("as the batch's tasks end, their pins are read and the look ahead checked: the boundary asks the cluster nothing") {
+    withLookAhead { (cluster, lookAhead) =>
+      lookAhead.start()
+      settled(cluster, 1)
+      val pinsRead = new java.util.concurrent.CountDownLatch(1)
+      lookAhead.batchEnded(() => pinsRead.countDown())
+      assert(pinsRead.await(10, java.util.concurrent.TimeUnit.SECONDS), "the pins were not read at the batch's end")
+      val deadline = System.nanoTime + 10L * 1000 * 1000 * 1000
+      while (cluster.idChecks == 0 && System.nanoTime < deadline) Thread.sleep(5)
+      assert(cluster.idChecks == 1, "the look ahead was not checked at the batch's end")
+      assert(lookAhead.take().now.ids == Map("orders" -> "id-1"))
+      assert((cluster.looks, cluster.groups, cluster.idChecks, cluster.resolves) == ((1, 1, 1, 1)))
+    }
+  }
+
+  test("a read at the batch's end that fails, or a topic created again before it: the boundary looks again") {
+    withLookAhead { (cluster, lookAhead) =>
+      lookAhead.start()
+      settled(cluster, 1)
+      cluster.id = "id-2"
+      lookAhead.batchEnded(() => throw new IllegalStateException("the log could not be read"))
+      assert(lookAhead.take().now.ids == Map("orders" -> "id-2"))
+      assert((cluster.looks, cluster.groups) == ((2, 2)))
+    }
+  }
 }
