@@ -60,7 +60,7 @@ def spark_series() -> dict[str, tuple[str, dict[str, str]]]:
     for query in QUERIES:
         query_labels = {**labels, "query": _sanitized(query)}
         for metric in progress_metrics():
-            if metric == "backlogRecordsByTopic":  # a string: published per topic instead
+            if metric in ("backlogRecordsByTopic", "parallelismReason"):  # strings: per topic instead, or not at all
                 continue
             *_, value = _exposed(f"{source}.{query}.{metric}", "gauge")
             series[value] = (f"kafka_share_{snake(metric)}", query_labels)

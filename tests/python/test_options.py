@@ -42,8 +42,13 @@ def test_to_dict_gives_the_source_option_names() -> None:
         ({"subscribe_pattern": "o.*"}, "exactly one of subscribe"),
         ({"subscribe": "orders"}, "list of topic names"),
         ({"strategy": "exactly-once"}, "strategy must be one of 'none', 'idempotent'"),
-        ({"parallelism": 0}, "parallelism must be a whole number"),
-        ({"parallelism": True}, "parallelism must be a whole number"),
+        ({"parallelism": 0}, "parallelism must be 'auto' or a whole number"),
+        ({"parallelism": True}, "parallelism must be 'auto' or a whole number"),
+        ({"parallelism": "automatic"}, "parallelism must be 'auto' or a whole number"),
+        ({"max_parallelism": 8}, "max_parallelism applies only with parallelism='auto'"),
+        ({"parallelism": 4, "backlog_drain_ms": 5000}, "backlog_drain_ms applies only with parallelism='auto'"),
+        ({"parallelism": "auto", "min_parallelism": 8, "max_parallelism": 4}, "max_parallelism must be at least min_parallelism"),
+        ({"parallelism": "auto", "backlog_drain_ms": 10}, "backlog_drain_ms must be a whole number from 1000"),
         ({"starting_offsets": "beginning"}, "'earliest', 'latest'"),
         ({"group_id": ""}, "group_id"),
         ({"acknowledgment_mode": "auto"}, "'implicit', 'explicit'"),
@@ -53,7 +58,7 @@ def test_to_dict_gives_the_source_option_names() -> None:
         ({"max_deliveries": 0}, "max_deliveries must be a whole number"),
         ({"read_duration_ms": -1}, "read_duration_ms must be a whole number from 0 to 600000"),
         # Bounds and topic names come from the connector's declarations (options_spec.json), as in Scala.
-        ({"parallelism": 100001}, "parallelism must be a whole number from 1 to 100000"),
+        ({"parallelism": 100001}, "parallelism must be 'auto' or a whole number from 1 to 100000"),
         ({"max_deliveries": 1001}, "max_deliveries must be a whole number from 1 to 1000"),
         ({"subscribe": ["orders", "bad topic"]}, "'bad topic' is not a Kafka topic name"),
         ({"max_deliveries": 3, "dead_letter_topic": "dl/t"}, "'dl/t' is not a Kafka topic name"),
@@ -98,6 +103,22 @@ def test_read_duration_zero_means_one_poll_and_is_passed_on() -> None:
         "kafka.share.read.duration.ms"
         not in KafkaShareOptions(bootstrap_servers="b:9092", group_id="g", subscribe=["a"]).to_dict()
     )
+
+
+def test_parallelism_auto_and_its_bounds_are_passed_as_the_source_names_them() -> None:
+    options = KafkaShareOptions(
+        bootstrap_servers="b:9092",
+        group_id="g",
+        subscribe=["t"],
+        parallelism="auto",
+        min_parallelism=2,
+        max_parallelism=16,
+        backlog_drain_ms=30000,
+    ).to_dict()
+    assert options["kafka.share.parallelism"] == "auto"
+    assert options["kafka.share.minParallelism"] == "2"
+    assert options["kafka.share.maxParallelism"] == "16"
+    assert options["kafka.share.backlog.drain.ms"] == "30000"
 
 
 def test_the_builder_has_a_field_for_every_declared_option_and_no_other() -> None:

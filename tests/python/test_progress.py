@@ -22,6 +22,7 @@ METRICS = {
     "lastBatchMaxDeliveryCount": "1",
     "pinnedRanges": "4",
     "parallelism": "2",
+    "parallelismReason": "2: a backlog of 1200 records and 400 arriving a second, at 900 records a second per read task",
     "lockDurationMs": "30000",
     "deliveryCountLimit": "5",
     "recordsAcquiredTotal": "84000",
@@ -101,7 +102,9 @@ def test_every_metric_is_read_into_its_field() -> None:
     p = spark_kafka_share.progress(_progress(ORDERS))
     assert p is not None
     for metric, field_name in METRIC_FIELDS.items():
-        if metric != "backlogRecordsByTopic":
+        if metric == "parallelismReason":
+            assert getattr(p, field_name) == METRICS[metric]
+        elif metric != "backlogRecordsByTopic":
             assert getattr(p, field_name) == int(METRICS[metric]), metric
 
 

@@ -15,7 +15,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
-from typing import Any, Literal, Optional
+from typing import Any, Literal, Optional, Union
 
 # The options are declared once, in the connector's OptionDeclarations.scala: options_spec.json is generated
 # from there (key, field, allowed values, bounds), and a test fails if the fields below drift from it. The
@@ -35,11 +35,14 @@ def _check(name: str, value: object) -> None:
     """Checks one field's value against its declaration (kind, choices, bounds)."""
     spec = _BY_FIELD[name]
     kind = spec["kind"]
-    if kind == "whole":
+    if kind == "whole-or-auto" and value == "auto":
+        return
+    if kind in ("whole", "whole-or-auto"):
         low, high = spec["min"], spec["max"]
         if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
             span = f"of at least {low}" if high >= 2**63 - 1 else f"from {low} to {high}"
-            raise ValueError(f"{name} must be a whole number {span}; got {value!r}")
+            either = "'auto' or " if kind == "whole-or-auto" else ""
+            raise ValueError(f"{name} must be {either}a whole number {span}; got {value!r}")
     elif kind == "choice":
         if value not in spec["values"]:
             raise ValueError(f"{name} must be one of {', '.join(repr(v) for v in spec['values'])}; got {value!r}")
@@ -97,7 +100,16 @@ class KafkaShareOptions:
         parallelism: [kafka.share.parallelism] Share consumers, that is read tasks (Spark input partitions), per
             batch, 1 to 100000. It may exceed the topics' partition count: several consumers then read one
             partition, each getting its own records. Default: spark.default.parallelism. The group takes at most
-            the broker's group.share.max.size members; a higher parallelism fails at start.
+            the broker's group.share.max.size members; a higher parallelism fails at start. 'auto': the source
+            chooses each micro-batch's count from the backlog, between min_parallelism and max_parallelism, so
+            that the backlog drains within backlog_drain_ms; real time runs the maximum:
+            https://github.com/kafkashare/spark-kafka-share/blob/main/docs/guide/scaling.md
+        min_parallelism: [kafka.share.minParallelism] With parallelism='auto': the fewest read tasks a batch
+            gets, 1 to 100000. Default: 1.
+        max_parallelism: [kafka.share.maxParallelism] With parallelism='auto': the most read tasks a batch gets,
+            1 to 100000. Default: the application's task slots.
+        backlog_drain_ms: [kafka.share.backlog.drain.ms] With parallelism='auto': how soon the backlog should be
+            drained, in milliseconds (1000 to 86400000). Default: 10000.
         lock_timeout_ms: [kafka.share.lock.timeout.ms] The lock duration, in milliseconds (1 to 3600000), the
             source plans with: a batch that holds records longer (two-phase-commit, explicit mode) is reported,
             and on a broker without lock renewal, acknowledged before the lock runs out. Default: the group's
@@ -136,7 +148,10 @@ class KafkaShareOptions:
     max_deliveries: Optional[int] = None
     dead_letter_topic: Optional[str] = None
     broker_dead_letter_topic: Optional[str] = None
-    parallelism: Optional[int] = None
+    parallelism: Optional[Union[int, Literal["auto"]]] = None
+    min_parallelism: Optional[int] = None
+    max_parallelism: Optional[int] = None
+    backlog_drain_ms: Optional[int] = None
     lock_timeout_ms: Optional[int] = None
     include_headers: Optional[bool] = None
     max_records_per_trigger: Optional[int] = None
@@ -163,6 +178,12 @@ class KafkaShareOptions:
             raise ValueError("dead_letter_topic applies only with max_deliveries; set both")
         if self.broker_dead_letter_topic is not None and self.dead_letter_topic is not None:
             raise ValueError("broker_dead_letter_topic and dead_letter_topic cannot be used together; keep one of them")
+        if self.parallelism != "auto":
+            for bound in ("min_parallelism", "max_parallelism", "backlog_drain_ms"):
+                if getattr(self, bound) is not None:
+                    raise ValueError(f"{bound} applies only with parallelism='auto'")
+        if None not in (self.min_parallelism, self.max_parallelism) and self.max_parallelism < self.min_parallelism:  # type: ignore[operator]
+            raise ValueError("max_parallelism must be at least min_parallelism")
         for name in _BY_FIELD:
             value = getattr(self, name)
             if value is not None and name != "kafka":

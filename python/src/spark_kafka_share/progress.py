@@ -48,6 +48,7 @@ class KafkaShareProgress:
     last_batch_max_delivery_count: Optional[int]
     pinned_ranges: Optional[int]
     parallelism: Optional[int]
+    parallelism_reason: Optional[str]  # with parallelism="auto": why the batch got that many read tasks
     lock_duration_ms: Optional[int]
     delivery_count_limit: Optional[int]  # None also where the source reports "-": no limit known
     records_acquired_total: Optional[int]
@@ -127,6 +128,8 @@ def _read(source: str, batch_id: int, timestamp: datetime, metrics: dict[str, st
             values[field_name] = None
         elif metric == "backlogRecordsByTopic":
             values[field_name] = _by_topic(metric, str(raw))
+        elif metric == "parallelismReason":
+            values[field_name] = str(raw)
         else:
             values[field_name] = _whole(metric, str(raw))
     return KafkaShareProgress(source=source, batch_id=batch_id, timestamp=timestamp, metrics=metrics, **values)

@@ -21,6 +21,9 @@ object OptionKind {
   final case class Choice(values: Seq[String]) extends OptionKind("choice")
   final case class Whole(min: Long, max: Long) extends OptionKind("whole")
 
+  /** A whole number, or `auto`: the source chooses. */
+  final case class WholeOrAuto(min: Long, max: Long) extends OptionKind("whole-or-auto")
+
   /** A legal Kafka topic name (Kafka's own rule: these characters, at most 249, not '.' or '..'). */
   def isTopicName(name: String): Boolean = name.matches("[a-zA-Z0-9._-]{1,249}") && name != "." && name != ".."
 }
@@ -35,6 +38,9 @@ object OptionDeclarations {
   val AckMode              = "kafka.share.acknowledgment.mode"
   val Strategy             = "kafka.share.exactly.once.strategy"
   val Parallelism          = "kafka.share.parallelism"
+  val MinParallelism       = "kafka.share.minParallelism"
+  val MaxParallelism       = "kafka.share.maxParallelism"
+  val BacklogDrainMs       = "kafka.share.backlog.drain.ms"
   val LockTimeoutMs        = "kafka.share.lock.timeout.ms"
   val IncludeHeaders       = "includeHeaders"
   val MaxRecordsPerTrigger = "maxRecordsPerTrigger"
@@ -49,6 +55,7 @@ object OptionDeclarations {
 
   val DefaultPollTimeoutMs  = 2000L
   val DefaultReadDurationMs = 1000L
+  val DefaultBacklogDrainMs = 10000L
 
   val all: Seq[OptionDeclaration] = Seq(
     OptionDeclaration(BootstrapServers, "bootstrap_servers", Text, "(required)", "The Kafka brokers, host:port, comma-separated."),
@@ -97,9 +104,30 @@ object OptionDeclarations {
     OptionDeclaration(
       Parallelism,
       "parallelism",
-      Whole(1, 100000),
+      WholeOrAuto(1, 100000),
       "spark.default.parallelism",
-      "Share consumers (input partitions) per batch. May exceed the topics' partition count."
+      "Share consumers (input partitions) per batch. May exceed the topics' partition count. auto: the source chooses each micro-batch's count from the backlog, between kafka.share.minParallelism and kafka.share.maxParallelism, so that the backlog drains within kafka.share.backlog.drain.ms (docs/guide/scaling.md); real time then runs the maximum."
+    ),
+    OptionDeclaration(
+      MinParallelism,
+      "min_parallelism",
+      Whole(1, 100000),
+      "1",
+      "With kafka.share.parallelism=auto: the fewest read tasks a batch gets."
+    ),
+    OptionDeclaration(
+      MaxParallelism,
+      "max_parallelism",
+      Whole(1, 100000),
+      "the application's task slots",
+      "With kafka.share.parallelism=auto: the most read tasks a batch gets. The share group must take that many members (group.share.max.size)."
+    ),
+    OptionDeclaration(
+      BacklogDrainMs,
+      "backlog_drain_ms",
+      Whole(1000, 86400000),
+      DefaultBacklogDrainMs.toString,
+      "With kafka.share.parallelism=auto: how soon the backlog should be drained, in milliseconds. The source gives a batch enough read tasks to take what arrives and what waits within this time, at the pace its read tasks showed."
     ),
     OptionDeclaration(
       LockTimeoutMs,

@@ -18,9 +18,10 @@ object OptionsDoc {
     } + "\""
     val options = OptionDeclarations.all.map { o =>
       val kind = o.kind match {
-        case OptionKind.Choice(values)  => s""""kind": "choice", "values": [${values.map(str).mkString(", ")}]"""
-        case OptionKind.Whole(min, max) => s""""kind": "whole", "min": $min, "max": $max"""
-        case k                          => s""""kind": ${str(k.name)}"""
+        case OptionKind.Choice(values)        => s""""kind": "choice", "values": [${values.map(str).mkString(", ")}]"""
+        case OptionKind.Whole(min, max)       => s""""kind": "whole", "min": $min, "max": $max"""
+        case OptionKind.WholeOrAuto(min, max) => s""""kind": "whole-or-auto", "min": $min, "max": $max"""
+        case k                                => s""""kind": ${str(k.name)}"""
       }
       s"""    {"key": ${str(o.key)}, "python": ${str(o.python)}, $kind, "default": ${str(o.default)}, "meaning": ${str(o.meaning)}}"""
     }
@@ -70,6 +71,7 @@ object OptionsDoc {
     case OptionKind.Choice(values)                          => values.map(v => s"`$v`").mkString(", ")
     case OptionKind.Whole(min, max) if max == Long.MaxValue => s"a whole number, at least $min"
     case OptionKind.Whole(min, max)                         => s"a whole number, $min to $max"
+    case OptionKind.WholeOrAuto(min, max)                   => s"`auto`, or a whole number, $min to $max"
     case OptionKind.Bool                                    => "`true`, `false`"
     case OptionKind.Topic                                   => "a topic name"
     case OptionKind.Topics                                  => "topic names, comma-separated"

@@ -41,6 +41,12 @@ object Decision {
   def parse(value: String): Option[Decision] = all.find(_.name.equalsIgnoreCase(value.trim))
 }
 
+/**
+ * `kafka.share.parallelism=auto`: each batch's read tasks between `min` and `max` (None: the application's task
+ * slots), so that the backlog drains within `drainMs`.
+ */
+final case class ElasticBounds(min: Int, max: Option[Int], drainMs: Long)
+
 /** Poison records: records delivered more than `maxDeliveries` times are not emitted but REJECTed. */
 final case class PoisonPolicy(maxDeliveries: Int, deadLetterTopic: Option[String])
 
@@ -67,7 +73,8 @@ final case class ShareSourceOptions(
     mode: AcknowledgmentMode = AcknowledgmentMode.Implicit,
     poison: Option[PoisonPolicy] = None,
     readDurationMs: Long = OptionDeclarations.DefaultReadDurationMs,
-    brokerDeadLetterTopic: Option[String] = None
+    brokerDeadLetterTopic: Option[String] = None,
+    elastic: Option[ElasticBounds] = None
 ) {
 
   /** Whether read tasks keep their records acquired until the batch commits (ACCEPT or decisions after commit). */
@@ -107,7 +114,7 @@ object ShareSourceOptions {
       groupId = group,
       subscription = parseSubscription(get(Subscribe), get(SubscribePattern)),
       strategy = enumValue(Strategy, get(Strategy), ExactlyOnceStrategy.all.map(s => s.name -> s), ExactlyOnceStrategy.None),
-      parallelism = get(Parallelism).map(v => whole(Parallelism, v).toInt),
+      parallelism = get(Parallelism).filterNot(isAuto).map(v => whole(Parallelism, v).toInt),
       lockTimeoutMs = get(LockTimeoutMs).map(v => whole(LockTimeoutMs, v)),
       includeHeaders = get(IncludeHeaders).exists(v => boolean(IncludeHeaders, v)),
       maxRecordsPerTrigger = get(MaxRecordsPerTrigger).map(v => whole(MaxRecordsPerTrigger, v)),
@@ -127,9 +134,28 @@ object ShareSourceOptions {
       mode = mode,
       poison = maxDeliveries.map(PoisonPolicy(_, deadLetter)),
       brokerDeadLetterTopic = brokerDeadLetters,
+      elastic = elasticBounds(get),
       readDurationMs = get(ReadDurationMs).map(v => whole(ReadDurationMs, v))
         .getOrElse(DefaultReadDurationMs)
     )
+  }
+
+  private def isAuto(value: String): Boolean = value.equalsIgnoreCase("auto")
+
+  /** kafka.share.parallelism=auto and its bounds; the bounds alone are refused (they would do nothing). */
+  private def elasticBounds(get: String => Option[String]): Option[ElasticBounds] = {
+    val min   = get(MinParallelism).map(v => whole(MinParallelism, v).toInt)
+    val max   = get(MaxParallelism).map(v => whole(MaxParallelism, v).toInt)
+    val drain = get(BacklogDrainMs).map(v => whole(BacklogDrainMs, v))
+    if (!get(Parallelism).exists(isAuto)) {
+      Seq(MinParallelism -> min, MaxParallelism -> max, BacklogDrainMs -> drain).collectFirst { case (key, Some(_)) => key }
+        .foreach(key => throw ShareSourceErrors.onlyWith(key, s"$Parallelism=auto"))
+      None
+    } else {
+      for (lo <- min; hi <- max if hi < lo)
+        throw ShareSourceErrors.invalidValue(MaxParallelism, hi.toString, s"a whole number, at least $MinParallelism ($lo)")
+      Some(ElasticBounds(min.getOrElse(1), max, drain.getOrElse(DefaultBacklogDrainMs)))
+    }
   }
 
   /** kafka.share.acknowledgment.mode, with the default decision that only explicit mode takes. */
@@ -249,18 +275,17 @@ object ShareSourceOptions {
 
   /** A whole number within the bounds the option declares. */
   private def whole(key: String, value: String): Long = kindOf(key) match {
-    case OptionKind.Whole(min, max) => wholeNumber(key, value, min, max)
-    case other                      => throw new IllegalStateException(s"$key is declared ${other.name}, not a whole number")
+    case OptionKind.Whole(min, max)       => wholeNumber(key, value, min, max)
+    case OptionKind.WholeOrAuto(min, max) => wholeNumber(key, value, min, max, "'auto', or ")
+    case other                            => throw new IllegalStateException(s"$key is declared ${other.name}, not a whole number")
   }
 
-  private def wholeNumber(key: String, value: String, min: Long, max: Long): Long = {
+  private def wholeNumber(key: String, value: String, min: Long, max: Long, or: String = ""): Long = {
+    def invalid = ShareSourceErrors.invalidValue(key, value, s"${or}a whole number between $min and $max")
     val parsed =
       try value.toLong
-      catch {
-        case _: NumberFormatException =>
-          throw ShareSourceErrors.invalidValue(key, value, s"a whole number between $min and $max")
-      }
-    if (parsed < min || parsed > max) throw ShareSourceErrors.invalidValue(key, value, s"a whole number between $min and $max")
+      catch { case _: NumberFormatException => throw invalid }
+    if (parsed < min || parsed > max) throw invalid
     parsed
   }
 

@@ -16,6 +16,16 @@ private[planning] final class BacklogHistory {
     atPlan = Some(now.total)
   }
 
+  /** The backlog at the last look. */
+  def total: Long = now.total
+
+  /**
+   * Records that came in a second since the last batch was planned, `sinceMs` ago: the backlog's change,
+   * plus what that batch took of it (`consumed`).
+   */
+  def arrivingPerSecond(consumed: Long, sinceMs: Long): Double =
+    atPlan.filter(_ => sinceMs > 0).fold(0.0)(before => math.max(0L, now.total - before + consumed) * 1000.0 / sinceMs)
+
   /** The backlog when the newest batch was planned, for the SQL tab. */
   def atPlanning: Long = atPlan.getOrElse(0L)
 

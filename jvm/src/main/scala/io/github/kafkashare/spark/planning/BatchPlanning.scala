@@ -111,6 +111,10 @@ private[planning] final class BatchPlanning(
     start.topicIds.filter { case (t, _) => pinned.byPartition.keysIterator.exists(_._1 == t) } ++ ids
   }
 
+  /** The backlog at the last look, and what came in a second since the last batch was planned (it took `consumed`). */
+  def backlogNow: Long                                         = backlog.total
+  def arrivingPerSecond(consumed: Long, sinceMs: Long): Double = backlog.arrivingPerSecond(consumed, sinceMs)
+
   /** The backlog when the newest batch was planned. */
   def backlogAtPlanning: Long = backlog.atPlanning
 

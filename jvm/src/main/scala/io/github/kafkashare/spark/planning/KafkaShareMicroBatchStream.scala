@@ -76,7 +76,8 @@ class KafkaShareMicroBatchStream(
       ReadTaskPlanner.Logs(acquisitions, decisions, markers, commitLogDir, hadoopConf),
       totals
     )
-  private val phaseTwo = new PhaseTwoWait(acquisitions, markers, commitLogDir, settings.locks, readTasks.renewLocks)
+  private val parallelism = new BatchParallelism(options, settings.parallelism, planning)
+  private val phaseTwo    = new PhaseTwoWait(acquisitions, markers, commitLogDir, settings.locks, readTasks.renewLocks)
 
   private var plannedEnds = Map.empty[(String, Int), Long]
   // The offset latestOffset returned last: planInputPartitions of any other end is a re-run of a
@@ -148,9 +149,11 @@ class KafkaShareMicroBatchStream(
       ids: Map[String, String]
   ): Offset = {
     plannedEnds = ends
+    val count   = parallelism.after(start) // before planned(): it times the batch before from its planning
     val keptIds = planning.planned(start, pinned, ids)
     val batch   = sparkBatchIds.next()
-    lastPlanned = Some(ShareSourceOffset(batch, readTasks.countFor(batch), pinned, planning.identity.clusterId, options.groupId, keptIds))
+    lastPlanned =
+      Some(ShareSourceOffset(batch, readTasks.countFor(batch, count), pinned, planning.identity.clusterId, options.groupId, keptIds))
     lastPlanned.get
   }
 
@@ -218,11 +221,10 @@ class KafkaShareMicroBatchStream(
       "lastBatchRecordsAcquired"      -> last.records.toString,
       "lastBatchMaxDeliveryCount"     -> last.maxDeliveryCount.toString,
       "pinnedRanges"                  -> pinnedRanges.toString,
-      "parallelism"                   -> settings.parallelism.toString,
       "lockDurationMs"                -> lockDurationMs.toString,
       "deliveryCountLimit"            -> planning.deliveryLimitNow.fold("-")(_.toString),
       ShareSourceMetrics.BacklogAgeMs -> planning.backlogAgeMs.toString
-    ) ++ planning.backlogMetrics ++ totals.asMetrics ++ totals.lastBatchMetrics).asJava
+    ) ++ parallelism.metrics ++ planning.backlogMetrics ++ totals.asMetrics ++ totals.lastBatchMetrics).asJava
   }
 
   // Spark calls it on the stream thread it interrupted to stop the query: Kafka's clients would refuse to work there.

@@ -43,14 +43,17 @@ private[planning] object ClusterLook {
  * has its look made at the boundary.
  *
  * The check is made as the batch's tasks end ([[batchEnded]]), with the read of their pins, not when the next
- * batch is planned: Spark writes its logs and plans the next batch's query meanwhile (some 30 ms on 2 cores).
- * Both moments are between two batches' tasks, so the check holds the same.
+ * batch is planned: Spark writes its logs and plans the next batch's query meanwhile (30 to 60 ms on 2 cores).
+ * A check older than `recheckAfterMs` when the next batch is planned (Spark's logs were slow to write) is made
+ * again then, so a topic deleted and created again is missed only in the moments before the tasks start,
+ * as when the check was made at the planning.
  */
 private[planning] final class LookAhead(
     cluster: ClusterView,
     group: String,
     patterned: Boolean,
-    delayMs: Long = LookAhead.DelayMs
+    delayMs: Long = LookAhead.DelayMs,
+    recheckAfterMs: Long = LookAhead.RecheckAfterMs
 ) extends AutoCloseable with Logging {
 
   private val executor: ScheduledExecutorService = Executors.newSingleThreadScheduledExecutor { (task: Runnable) =>
@@ -58,8 +61,9 @@ private[planning] final class LookAhead(
     thread.setDaemon(true)
     thread
   }
-  private var ahead   = Option.empty[Future[ClusterLook]]
-  private var checked = Option.empty[Future[Option[ClusterLook]]] // the look ahead, checked at the batch's end
+  private var ahead = Option.empty[Future[ClusterLook]]
+  // The look ahead, checked at the batch's end, and when (System.nanoTime).
+  private var checked = Option.empty[Future[Option[(ClusterLook, Long)]]]
 
   /** Starts the look for the next batch, `delayMs` from now. */
   def start(): Unit =
@@ -79,15 +83,18 @@ private[planning] final class LookAhead(
     checked = Some(executor.submit { () =>
       try alongside()
       catch { case NonFatal(e) => logDebug(s"kafka-share: group '$group': a read at the batch's end failed; the planning reads again", e) }
-      checkedLook(look) // on this thread: the look has run, or not begun (then it is dropped)
+      checkedLook(look).map(_ -> System.nanoTime) // on this thread: the look has run, or not begun (then it is dropped)
     })
   }
 
   /** The look for the batch planned now: the one taken ahead while its topics keep their ids, else one now. */
   def take(): ClusterLook = {
     val valid = checked match {
-      case Some(check) => waitFor(check).flatten
-      case None        => checkedLook(ahead)
+      case Some(check) =>
+        waitFor(check, "the check at the batch's end").flatten.filter { case (look, at) =>
+          (System.nanoTime - at) / 1000000L <= recheckAfterMs || current(look)
+        }.map(_._1)
+      case None => checkedLook(ahead)
     }
     ahead = None
     checked = None
@@ -96,14 +103,15 @@ private[planning] final class LookAhead(
 
   // A look not begun yet (a batch shorter than the delay) is dropped: one at the boundary instead.
   private def checkedLook(look: Option[Future[ClusterLook]]): Option[ClusterLook] =
-    look.filterNot(_.cancel(false)).flatMap(waitFor).filter(current)
+    look.filterNot(_.cancel(false)).flatMap(waitFor(_, "the look at the cluster made during the batch")).filter(current)
 
-  private def waitFor[T](future: Future[T]): Option[T] =
+  // Not interrupted on a timeout: the check may be reading the checkpoint, which an interrupt can leave broken.
+  private def waitFor[T](future: Future[T], what: String): Option[T] =
     try Some(future.get(ClusterAccess.TimeoutMs + 5000L, TimeUnit.MILLISECONDS))
     catch {
       case NonFatal(e) =>
-        future.cancel(true)
-        logInfo(s"kafka-share: group '$group': the look at the cluster made during the batch failed (${e.getMessage}); looking now")
+        future.cancel(false)
+        logInfo(s"kafka-share: group '$group': $what failed (${e.getMessage}); looking now")
         None
     }
 
@@ -124,4 +132,7 @@ private[planning] object LookAhead {
 
   /** How long after a batch is planned its successor's look is made. */
   val DelayMs = 1000L
+
+  /** How old a check made at a batch's end may be when the next batch is planned. */
+  val RecheckAfterMs = 200L
 }

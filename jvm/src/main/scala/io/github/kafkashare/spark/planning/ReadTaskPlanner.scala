@@ -42,16 +42,16 @@ private[planning] final class ReadTaskPlanner(
   private var firstPlan = true
 
   /**
-   * How many read tasks a new micro-batch gets: the parallelism, or more for the first batch planned after a restart
+   * How many read tasks a new micro-batch gets: `parallelism` (fixed, or auto's choice), or more for the first batch planned after a restart
    * whose id a real-time run used without committing (the trigger changed since): that run's log tasks
    * can go past the parallelism, and each must be replayed by a task of the batch, and counted pinned after it.
    */
-  def countFor(batch: Long): Int = {
+  def countFor(batch: Long, parallelism: Int): Int = {
     // One look-up first: the folder of a batch about to be planned exists only after such a run.
     val leftover =
       if (firstPlan && logs.acquisitions.hasBatch(batch)) logs.acquisitions.partNames(batch).map(_._1).maxOption.fold(0)(_ + 1) else 0
     firstPlan = false
-    math.max(settings.parallelism, leftover)
+    math.max(parallelism, leftover)
   }
 
   /**

@@ -27,7 +27,8 @@ final class RealTimePlanning private[planning] (
   RealTimeBatches.check(options, parallelism, SparkSession.active)
   private val batches = new RealTimeBatches(options.groupId, parallelism, acquisitions)
   logInfo(s"kafka-share: group '${options.groupId}': Spark's real-time mode, $parallelism read tasks " +
-    "polling for the whole of each batch")
+    "polling for the whole of each batch" +
+    (if (options.elastic.nonEmpty) " (kafka.share.parallelism=auto: real time runs the most, and keeps it from batch to batch)" else ""))
 
   private val lookAhead = new LookAhead(cluster, options.groupId, patterned = options.subscription.isInstanceOf[Subscription.TopicPattern])
   planning.readBacklogAgeWith(lookAhead)

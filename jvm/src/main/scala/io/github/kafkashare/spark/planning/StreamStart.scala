@@ -6,7 +6,7 @@ import io.github.kafkashare.spark.metrics.QueryTotals
 import io.github.kafkashare.spark.offsets.{AcquisitionLog, DecisionLog, SerializableHadoopConf}
 import io.github.kafkashare.spark.offsets.store.CheckpointStore
 import io.github.kafkashare.spark.options.{AcknowledgmentMode, LockBudget, ShareSourceOptions}
-import io.github.kafkashare.spark.sparkinternals.{QuerySink, RealTimeMode, SparkConfs}
+import io.github.kafkashare.spark.sparkinternals.{QuerySink, RealTimeMode, SparkConfs, TaskSlots}
 import org.apache.hadoop.fs.Path
 import org.apache.spark.internal.Logging
 import org.apache.spark.sql.SparkSession
@@ -30,7 +30,10 @@ object StreamStart extends Logging {
       options.brokerDeadLetterTopic.foreach(cluster.useBrokerDeadLetters(_, features)) // before the limit: none is lost at it then
       val deliveryLimit = cluster.deliveryCountLimit()
       val lockLimit     = cluster.recordLockLimit()
-      val parallelism   = options.parallelism.getOrElse(spark.sparkContext.defaultParallelism)
+      // With auto, the most a batch gets: the group, the clients and real time are sized for it.
+      val parallelism = options.parallelism.getOrElse(options.elastic.fold(spark.sparkContext.defaultParallelism) { bounds =>
+        bounds.max.getOrElse(TaskSlots.of(spark).getOrElse(spark.sparkContext.defaultParallelism)).max(bounds.min)
+      })
       // Each read task is a member of the group; the group takes at most group.share.max.size.
       cluster.groupMaxSize().filter(parallelism > _).foreach { max =>
         throw ShareSourceErrors.parallelismAboveGroupSize(parallelism, max, options.groupId)
@@ -40,7 +43,7 @@ object StreamStart extends Logging {
       if (!store.createIfAbsentAtomic) logWarning(ShareSourceErrors.checkpointStoreNotAtomic(checkpointDir, store.createIfAbsentBy))
       RecordedMode.check(store, checkpointDir, options.mode)
       logInfo(s"kafka-share: group '${options.groupId}', ${KafkaShareTable.describe(options.subscription)}, " +
-        s"strategy ${options.strategy.name}, $parallelism consumers per batch, lock duration $lockDurationMs ms, " +
+        s"strategy ${options.strategy.name}, ${consumersPerBatch(options, parallelism)} per batch, lock duration $lockDurationMs ms, " +
         s"checkpoint logs written by ${store.createIfAbsentBy}, " +
         s"delivery count limit ${deliveryLimit.getOrElse("- (none that loses records)")}, " +
         s"record lock limit ${lockLimit.fold("- (unreadable)")(l => s"$l per partition")}" +
@@ -65,6 +68,10 @@ object StreamStart extends Logging {
     } catch {
       case e: Throwable => cluster.close(); throw e
     }
+  }
+
+  private def consumersPerBatch(options: ShareSourceOptions, parallelism: Int): String = options.elastic.fold(s"$parallelism consumers") {
+    bounds => s"${bounds.min} to $parallelism consumers (auto: the backlog drained within ${bounds.drainMs} ms)"
   }
 
   /** The checkpoint's Hadoop configuration, for the driver and, once per executor, for the read tasks. */

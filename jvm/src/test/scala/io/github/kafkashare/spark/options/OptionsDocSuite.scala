@@ -30,17 +30,21 @@ class OptionsDocSuite extends AnyFunSuite {
     // What an option needs beside it to be accepted at all.
     val companions = Map(
       DefaultDecision -> Map(AckMode -> "explicit"),
-      DeadLetterTopic -> Map(MaxDeliveries -> "3")
+      DeadLetterTopic -> Map(MaxDeliveries -> "3"),
+      MinParallelism  -> Map(Parallelism -> "auto"),
+      MaxParallelism  -> Map(Parallelism -> "auto"),
+      BacklogDrainMs  -> Map(Parallelism -> "auto")
     )
     def otherValue(d: OptionDeclaration): String = d.kind match {
-      case Choice(values) => values.find(_ != d.default).get
-      case Whole(min, _)  => (min + 7).toString
-      case Bool           => (!d.default.toBoolean).toString
-      case Topic          => "dead-letters"
-      case Topics         => "b,c"
-      case Regex          => "orders.*"
-      case Text           => s"${d.key}-value"
-      case ClientSettings => fail("no value for kafka.*")
+      case Choice(values)    => values.find(_ != d.default).get
+      case Whole(min, _)     => (min + 7).toString
+      case WholeOrAuto(_, _) => "auto"
+      case Bool              => (!d.default.toBoolean).toString
+      case Topic             => "dead-letters"
+      case Topics            => "b,c"
+      case Regex             => "orders.*"
+      case Text              => s"${d.key}-value"
+      case ClientSettings    => fail("no value for kafka.*")
     }
     val checked = all.filter(_.kind != ClientSettings).map { d =>
       val needed = base ++ companions.getOrElse(d.key, Map.empty)

@@ -47,8 +47,39 @@ class ShareSourceOptionsSuite extends AnyFunSuite {
   }
 
   /** The options an option applies only with. */
-  private def requirementsOf(key: String): Map[String, String] =
-    if (key == "kafka.share.deadLetterTopic") Map("kafka.share.maxDeliveries" -> "3") else Map.empty
+  private def requirementsOf(key: String): Map[String, String] = key match {
+    case "kafka.share.deadLetterTopic" => Map("kafka.share.maxDeliveries" -> "3")
+    case "kafka.share.minParallelism" | "kafka.share.maxParallelism" | "kafka.share.backlog.drain.ms" =>
+      Map("kafka.share.parallelism" -> "auto")
+    case _ => Map.empty
+  }
+
+  test("parallelism auto: bounds and the drain time, only with auto; a maximum below the minimum is refused") {
+    val auto = ShareSourceOptions.parse(required + ("kafka.share.parallelism" -> "AUTO"))
+    assert(auto.parallelism.isEmpty && auto.elastic.contains(ElasticBounds(1, None, 10000L)))
+    val bounded = ShareSourceOptions.parse(required ++ Map(
+      "kafka.share.parallelism"      -> "auto",
+      "kafka.share.minParallelism"   -> "2",
+      "kafka.share.maxParallelism"   -> "16",
+      "kafka.share.backlog.drain.ms" -> "30000"
+    ))
+    assert(bounded.elastic.contains(ElasticBounds(2, Some(16), 30000L)))
+    assert(ShareSourceOptions.parse(required + ("kafka.share.parallelism" -> "4")).elastic.isEmpty)
+    Seq("kafka.share.minParallelism", "kafka.share.maxParallelism", "kafka.share.backlog.drain.ms").foreach { key =>
+      val value = if (key.endsWith(".ms")) "5000" else "2"
+      assert(failure(required ++ Map("kafka.share.parallelism" -> "4", key -> value))
+        .contains(s"'$key' applies only with 'kafka.share.parallelism=auto'"))
+    }
+    assert(failure(required ++ Map(
+      "kafka.share.parallelism"    -> "auto",
+      "kafka.share.minParallelism" -> "8",
+      "kafka.share.maxParallelism" -> "4"
+    ))
+      .contains("expected a whole number, at least kafka.share.minParallelism (8)"))
+    assert(failure(required + ("kafka.share.parallelism" -> "automatic"))
+      .contains("'automatic'; expected 'auto', or a whole number between 1 and 100000"))
+    assert(failure(required + ("kafka.share.parallelism" -> "0")).contains("expected 'auto', or a whole number between 1 and 100000"))
+  }
 
   test("read duration: 0 polls once; negative or not a number names the option") {
     assert(ShareSourceOptions.parse(required + ("kafka.share.read.duration.ms" -> "0")).readDurationMs == 0L)

@@ -113,7 +113,21 @@ class KafkaShareMicroBatchStreamSuite extends AnyFunSuite with BeforeAndAfterAll
     assert(tasks.forall(_.deliveryLimit == 5))
   }
 
+  test("parallelism auto: a first batch with a backlog gets the most read tasks, one without it the fewest; the progress says why") {
+    val busy  = fixture(Map("kafka.share.parallelism" -> "auto"))
+    val first = next(busy, ShareSourceOffset.initial)
+    assert(first.tasks == 2, "the most: the stream's parallelism")
+    val metrics = busy.stream.metrics(java.util.Optional.of(first))
+    assert(metrics.get("parallelism") == "2")
+    assert(metrics.get("parallelismReason").contains("a backlog of 100 records"), metrics.get("parallelismReason"))
+    val quiet = fixture(Map("kafka.share.parallelism" -> "auto"))
+    quiet.cluster.groupStart = Map(("orders", 0) -> 100L)
+    assert(next(quiet, ShareSourceOffset.initial).tasks == 1, "the fewest: nothing waits")
+    assert(fixture().stream.metrics(java.util.Optional.empty()).get("parallelismReason") == null, "a fixed parallelism has no reason")
+  }
+
   test("a read task is small: the checkpoint's Hadoop configuration goes to each executor once, not in every task") {
+    spark.sparkContext.hadoopConfiguration.set("kafkashare.test.marker", "shipped")
     val f     = fixture()
     val first = next(f, ShareSourceOffset.initial)
     val task  = f.stream.planInputPartitions(ShareSourceOffset.initial, first).head
@@ -125,6 +139,8 @@ class KafkaShareMicroBatchStreamSuite extends AnyFunSuite with BeforeAndAfterAll
     assert(bytes.size < 20000, s"a read task is ${bytes.size} bytes")
     val copy = new java.io.ObjectInputStream(new java.io.ByteArrayInputStream(bytes.toByteArray)).readObject()
     assert(copy.asInstanceOf[KafkaShareInputPartition].query.log.read(first.batch, 0).isEmpty, "the copy cannot read the log")
+    val shipped = task.asInstanceOf[KafkaShareInputPartition].query.hadoopConf.shared
+    assert(shipped.exists(_.value.value.get("kafkashare.test.marker") == "shipped"), "not the session's configuration")
   }
 
   test("offsets of another group or cluster are refused, at planning and when a batch runs again") {

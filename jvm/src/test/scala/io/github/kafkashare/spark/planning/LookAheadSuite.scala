@@ -35,7 +35,7 @@ class LookAheadSuite extends AnyFunSuite {
 
   private def withLookAhead(patterned: Boolean)(body: (CountingCluster, LookAhead) => Unit): Unit = {
     val cluster   = new CountingCluster
-    val lookAhead = new LookAhead(cluster, "g", patterned, delayMs = 0L)
+    val lookAhead = new LookAhead(cluster, "g", patterned, delayMs = 0L, recheckAfterMs = 60000L)
     try body(cluster, lookAhead)
     finally lookAhead.close()
   }
@@ -148,5 +148,21 @@ class LookAheadSuite extends AnyFunSuite {
       assert(lookAhead.take().now.ids == Map("orders" -> "id-2"))
       assert((cluster.looks, cluster.groups) == ((2, 2)))
     }
+  }
+
+  test("a check made at the batch's end that is old when the next batch is planned is made again: a topic created again since is seen") {
+    val cluster   = new CountingCluster
+    val lookAhead = new LookAhead(cluster, "g", patterned = false, delayMs = 0L, recheckAfterMs = 0L)
+    try {
+      lookAhead.start()
+      settled(cluster, 1)
+      lookAhead.batchEnded(() => ())
+      val deadline = System.nanoTime + 10L * 1000 * 1000 * 1000
+      while (cluster.idChecks == 0 && System.nanoTime < deadline) Thread.sleep(5)
+      Thread.sleep(20)
+      cluster.id = "id-2"
+      assert(lookAhead.take().now.ids == Map("orders" -> "id-2"))
+      assert((cluster.idChecks, cluster.looks) == ((2, 2)), "not checked again, or not looked at again")
+    } finally lookAhead.close()
   }
 }
