@@ -11,7 +11,8 @@ import org.apache.spark.internal.Logging
 private[planning] final class BatchParallelism(options: ShareSourceOptions, most: Int, planning: BatchPlanning) extends Logging {
 
   private val elastic = options.elastic.map(bounds => new ElasticParallelism(bounds.min, most, bounds.drainMs))
-  // The last batch the elastic count learnt a read task's pace from: once per batch, not at every trigger.
+  // The last batch the elastic count looked at: once per batch, not at every trigger. The run's first batch
+  // is not learnt from: its read tasks made their consumers and joined the group, seconds a read task did not read.
   private var learntFrom = Option.empty[Long]
 
   /** The read tasks of the batch after `start`, once auto learnt from the batch that ended there. */
@@ -19,7 +20,7 @@ private[planning] final class BatchParallelism(options: ShareSourceOptions, most
     val last    = planning.lastBatch
     val sinceMs = (System.nanoTime - planning.plannedAt) / 1000000L // the batch before, from its planning on
     if (start.batch >= 0 && last.batch == start.batch && !learntFrom.contains(start.batch)) {
-      e.ran(start.tasks, last.records, sinceMs, planning.backlogNow)
+      if (learntFrom.nonEmpty) e.ran(start.tasks, last.records, sinceMs, planning.backlogNow)
       learntFrom = Some(start.batch)
     }
     val before = e.current

@@ -33,6 +33,23 @@ class SourceBehaviourSuite extends ShareStreamTest {
     )
   }
 
+  test("parallelism auto: a backlog gets the most read tasks, a trickle after it one; nothing lost or doubled") {
+    val topic   = prepare()
+    val trickle = (0 until 4).flatMap(i => Seq(AddRecords(topic, 20, firstKey = 6000 + 20 * i), CheckLanded(6020 + 20 * i)))
+    testStream(topic.query("checkpoint-dedup", "kafka.share.parallelism" -> "auto", "maxRecordsPerTrigger" -> "1000"))(
+      Seq(AddRecords(topic, 6000), StartStream(), CheckLanded(6000)) ++ trickle ++ Seq(
+        Assert("the most read tasks with the backlog (the session's 4 task slots), one after it, each change with its reason") { q =>
+          // The group's first batch sees no backlog (a group without state has none yet): the fewest.
+          val counts  = q.batchesWithRecords.map(_.sources.head.metrics.get("parallelism").toInt)
+          val reasons = q.progress.flatMap(p => Option(p.sources.head.metrics.get("parallelismReason")))
+          assert(counts.max == 4 && counts.last == 1, s"read tasks by batch: $counts")
+          assert(reasons.exists(r => r.startsWith("4") && r.contains("the maximum") && r.contains("a backlog of")), reasons)
+          assert(reasons.exists(_.contains("down after 3 batches")), reasons)
+        }
+      ): _*
+    )
+  }
+
   test("Trigger.AvailableNow ends once everything is read") {
     val topic = prepare()
     testStream(topic.query("checkpoint-dedup"))(
