@@ -119,6 +119,9 @@ def test_parallelism_auto_and_its_bounds_are_passed_as_the_source_names_them() -
     assert options["kafka.share.minParallelism"] == "2"
     assert options["kafka.share.maxParallelism"] == "16"
     assert options["kafka.share.backlog.drain.ms"] == "30000"
+    # As the source, in any letter case.
+    upper = KafkaShareOptions(bootstrap_servers="b:9092", group_id="g", subscribe=["t"], parallelism="AUTO", max_parallelism=4)  # type: ignore[arg-type]
+    assert upper.to_dict()["kafka.share.parallelism"] == "AUTO"
 
 
 def test_the_builder_has_a_field_for_every_declared_option_and_no_other() -> None:

@@ -35,7 +35,7 @@ def _check(name: str, value: object) -> None:
     """Checks one field's value against its declaration (kind, choices, bounds)."""
     spec = _BY_FIELD[name]
     kind = spec["kind"]
-    if kind == "whole-or-auto" and value == "auto":
+    if kind == "whole-or-auto" and isinstance(value, str) and value.lower() == "auto":
         return
     if kind in ("whole", "whole-or-auto"):
         low, high = spec["min"], spec["max"]
@@ -178,16 +178,16 @@ class KafkaShareOptions:
             raise ValueError("dead_letter_topic applies only with max_deliveries; set both")
         if self.broker_dead_letter_topic is not None and self.dead_letter_topic is not None:
             raise ValueError("broker_dead_letter_topic and dead_letter_topic cannot be used together; keep one of them")
-        if self.parallelism != "auto":
-            for bound in ("min_parallelism", "max_parallelism", "backlog_drain_ms"):
-                if getattr(self, bound) is not None:
-                    raise ValueError(f"{bound} applies only with parallelism='auto'")
-        if None not in (self.min_parallelism, self.max_parallelism) and self.max_parallelism < self.min_parallelism:  # type: ignore[operator]
-            raise ValueError("max_parallelism must be at least min_parallelism")
         for name in _BY_FIELD:
             value = getattr(self, name)
             if value is not None and name != "kafka":
                 _check(name, value)
+        if not (isinstance(self.parallelism, str) and self.parallelism.lower() == "auto"):
+            for bound in ("min_parallelism", "max_parallelism", "backlog_drain_ms"):
+                if getattr(self, bound) is not None:
+                    raise ValueError(f"{bound} applies only with parallelism='auto'")
+        if self.min_parallelism is not None and self.max_parallelism is not None and self.max_parallelism < self.min_parallelism:
+            raise ValueError("max_parallelism must be at least min_parallelism")
 
     def to_dict(self) -> dict[str, str]:
         """The options as Spark takes them: ``.options(**opts.to_dict())``, under their declared keys."""

@@ -98,8 +98,14 @@ object ShareSourceErrors {
 
   def queryStopped(batch: Long): ShareSourceException = error("KAFKA_SHARE_UNSUPPORTED_USE.QUERY_STOPPED", "batch" -> batch)
 
-  def parallelismAboveGroupSize(parallelism: Int, maxSize: Int, group: String): ShareSourceException =
-    error("KAFKA_SHARE_INVALID_OPTION.PARALLELISM_ABOVE_GROUP_SIZE", "parallelism" -> parallelism, "maxSize" -> maxSize, "group" -> group)
+  def parallelismAboveGroupSize(option: String, parallelism: Int, maxSize: Int, group: String): ShareSourceException =
+    error(
+      "KAFKA_SHARE_INVALID_OPTION.PARALLELISM_ABOVE_GROUP_SIZE",
+      "option"      -> option,
+      "parallelism" -> parallelism,
+      "maxSize"     -> maxSize,
+      "group"       -> group
+    )
 
   def missingTopics(topics: Seq[String], bootstrap: String): ShareSourceException =
     error("KAFKA_SHARE_MISSING_TOPICS", "topics" -> topics.mkString(", "), "bootstrap" -> bootstrap)

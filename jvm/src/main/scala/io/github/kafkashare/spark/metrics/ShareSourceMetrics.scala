@@ -102,7 +102,8 @@ object ShareSourceMetrics {
 final class QueryTotals private (
     accumulators: Map[String, LongAccumulator],
     val emittedAges: EmittedAgesAccumulator,
-    val lockUsed: MaxAccumulator
+    val lockUsed: MaxAccumulator,
+    val taskMs: LongAccumulator // the last batch's read tasks' time, summed: what parallelism auto learns a task's pace from
 ) extends Serializable {
 
   def apply(metric: MetricDeclaration): LongAccumulator = accumulators(metric.name)
@@ -121,7 +122,7 @@ final class QueryTotals private (
   }
 
   /** Driver, as a batch is planned: its tasks start the last-batch figures afresh. */
-  def resetLastBatch(): Unit = { emittedAges.reset(); lockUsed.reset() }
+  def resetLastBatch(): Unit = { emittedAges.reset(); lockUsed.reset(); taskMs.reset() }
 
   def inTransit: QueryTotalsInTransit = new QueryTotalsInTransit(this)
 }
@@ -139,7 +140,8 @@ object QueryTotals {
     new QueryTotals(
       ShareSourceMetrics.ofTasks.filter(_.queryTotal).map(m => m.name -> spark.longAccumulator(s"kafka-share ${m.description}")).toMap,
       ages,
-      lockUsed
+      lockUsed,
+      spark.longAccumulator("kafka-share time of the last batch's read tasks (ms)")
     )
   }
 }

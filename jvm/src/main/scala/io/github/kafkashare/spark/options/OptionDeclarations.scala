@@ -120,7 +120,7 @@ object OptionDeclarations {
       "max_parallelism",
       Whole(1, 100000),
       "the application's task slots",
-      "With kafka.share.parallelism=auto: the most read tasks a batch gets. The share group must take that many members (group.share.max.size)."
+      "With kafka.share.parallelism=auto: the most read tasks a batch gets. The default is the task slots of the executors registered when the query starts: with dynamic allocation, set it. The share group must take that many members (group.share.max.size)."
     ),
     OptionDeclaration(
       BacklogDrainMs,

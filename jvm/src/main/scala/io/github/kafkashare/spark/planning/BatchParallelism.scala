@@ -1,36 +1,56 @@
 package io.github.kafkashare.spark.planning
 
+import io.github.kafkashare.spark.metrics.QueryTotals
 import io.github.kafkashare.spark.offsets.ShareSourceOffset
 import io.github.kafkashare.spark.options.ShareSourceOptions
 import org.apache.spark.internal.Logging
 
 /**
  * Each micro-batch's read tasks: `kafka.share.parallelism`, or with `auto` the count [[ElasticParallelism]]
- * chooses from the backlog, up to `most`. A change of the count is said at INFO, with its reason.
+ * chooses from the backlog, up to `most`, after it learnt from the batch before: its records, its read
+ * tasks' time (`totals.taskMs`, summed as they end) and whether it was saturated. A change of the count is
+ * said at INFO, with its reason.
  */
-private[planning] final class BatchParallelism(options: ShareSourceOptions, most: Int, planning: BatchPlanning) extends Logging {
+private[planning] final class BatchParallelism(options: ShareSourceOptions, most: Int, planning: BatchPlanning, totals: QueryTotals)
+    extends Logging {
 
   private val elastic = options.elastic.map(bounds => new ElasticParallelism(bounds.min, most, bounds.drainMs))
-  // The last batch the elastic count looked at: once per batch, not at every trigger. The run's first batch
-  // is not learnt from: its read tasks made their consumers and joined the group, seconds a read task did not read.
-  private var learntFrom = Option.empty[Long]
+  // Batches planned by this run: its first two are not learnt from (the one it starts from ran in an earlier
+  // run, and its own first made its consumers and joined the group).
+  private var plans    = 0
+  private var realTime = false
+  // The backlog and the count when the batch running now was planned, and the count of the one before.
+  private var lastPlan    = (0L, 0)
+  private var countBefore = 0
 
   /** The read tasks of the batch after `start`, once auto learnt from the batch that ended there. */
   def after(start: ShareSourceOffset): Int = elastic.fold(most) { e =>
-    val last    = planning.lastBatch
-    val sinceMs = (System.nanoTime - planning.plannedAt) / 1000000L // the batch before, from its planning on
-    if (start.batch >= 0 && last.batch == start.batch && !learntFrom.contains(start.batch)) {
-      if (learntFrom.nonEmpty) e.ran(start.tasks, last.records, sinceMs, planning.backlogNow)
-      learntFrom = Some(start.batch)
+    val last                   = planning.lastBatch
+    val sinceMs                = (System.nanoTime - planning.plannedAt) / 1000000L
+    val (backlogAtPlan, count) = lastPlan
+    if (plans >= 2 && last.batch == start.batch) {
+      val capped    = options.maxRecordsPerTrigger.exists(last.records >= _)
+      val saturated = last.records < backlogAtPlan && !capped && count <= countBefore
+      e.ran(last.records, totals.taskMs.sum, saturated)
     }
     val before = e.current
     val chosen = e.choose(planning.backlogNow, planning.arrivingPerSecond(last.records, sinceMs))
     if (chosen != before)
       logInfo(s"kafka-share: group '${options.groupId}': $chosen read tasks from this batch on (were $before): ${e.reason}")
+    plans += 1
+    countBefore = count
+    lastPlan = (planning.backlogNow, chosen)
     chosen
   }
 
+  /** Real time's read tasks: `most`, kept from batch to batch. */
+  def forRealTime(): Int = { realTime = true; most }
+
   /** `parallelism` for the progress (the last batch's count, with auto), and with auto why. */
-  def metrics: Map[String, String] =
-    Map("parallelism" -> elastic.fold(most)(_.current).toString) ++ elastic.map(e => "parallelismReason" -> e.reason)
+  def metrics: Map[String, String] = elastic match {
+    case Some(_) if realTime =>
+      Map("parallelism" -> most.toString, "parallelismReason" -> s"$most, the maximum: real time keeps its read tasks")
+    case Some(e) => Map("parallelism" -> e.current.toString, "parallelismReason" -> e.reason)
+    case None    => Map("parallelism" -> most.toString)
+  }
 }

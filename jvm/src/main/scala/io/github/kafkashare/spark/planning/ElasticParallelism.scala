@@ -5,10 +5,12 @@ package io.github.kafkashare.spark.planning
  * (docs/guide/scaling.md). Any number of share consumers may read a partition, so the count is the
  * source's to choose at every batch.
  *
- * A read task's pace (records a second, over the whole batch: the read and the sink's work) is learnt from
- * the batches that left a backlog: their tasks had more to take than they did. A batch that drained the
- * backlog only says that its tasks were enough. The next batch gets enough tasks to take what arrives and
- * to drain what waits within `drainMs`:
+ * A read task's pace (records a second of a read task's time, which holds the sink's work on the rows too) is
+ * learnt from saturated batches only: batches that took less than waited when they were planned, not capped
+ * by maxRecordsPerTrigger, and not the first with more tasks (new consumers join the group first). Another
+ * batch only says that its tasks were enough: learnt from, it would make the pace what was asked, and the
+ * count creep up. The next batch gets enough tasks to take what arrives and to drain what waits within
+ * `drainMs`:
  * {{{ tasks = ceil((backlog / drainSeconds + arrivingPerSecond) / pace) }}}
  * bounded by `min` and `max`. Up at once; down only after `calmBatches` batches in a row wanted fewer, and
  * then to the most that any of them wanted, so that a pause inside a burst does not shrink the readers.
@@ -32,10 +34,10 @@ private[planning] final class ElasticParallelism(val min: Int, val max: Int, dra
   /** What a read task took, records a second, once a batch that left a backlog measured it. */
   def recordsPerTaskSecond: Option[Double] = pace
 
-  /** A batch ran: `batchTasks` read tasks took `records` in `batchMs`, and `backlogAfter` records were left waiting. */
-  def ran(batchTasks: Int, records: Long, batchMs: Long, backlogAfter: Long): Unit =
-    if (batchTasks > 0 && batchMs > 0 && records > 0 && backlogAfter > 0) {
-      val seen = records * 1000.0 / batchMs / batchTasks
+  /** A batch ran: its read tasks took `records` in `taskMs` of their time, summed; `saturated`: see above. */
+  def ran(records: Long, taskMs: Long, saturated: Boolean): Unit =
+    if (saturated && taskMs > 0 && records > 0) {
+      val seen = records * 1000.0 / taskMs
       pace = Some(pace.fold(seen)(before => (before + seen) / 2)) // the last batches, the newest weighing most
     }
 

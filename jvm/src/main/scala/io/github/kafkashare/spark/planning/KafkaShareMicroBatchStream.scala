@@ -76,7 +76,7 @@ class KafkaShareMicroBatchStream(
       ReadTaskPlanner.Logs(acquisitions, decisions, markers, commitLogDir, hadoopConf),
       totals
     )
-  private val parallelism = new BatchParallelism(options, settings.parallelism, planning)
+  private val parallelism = new BatchParallelism(options, settings.parallelism, planning, totals)
   private val phaseTwo    = new PhaseTwoWait(acquisitions, markers, commitLogDir, settings.locks, readTasks.renewLocks)
 
   private var plannedEnds = Map.empty[(String, Int), Long]
@@ -149,17 +149,16 @@ class KafkaShareMicroBatchStream(
       ids: Map[String, String]
   ): Offset = {
     plannedEnds = ends
-    val count   = parallelism.after(start) // before planned(): it times the batch before from its planning
-    val keptIds = planning.planned(start, pinned, ids)
     val batch   = sparkBatchIds.next()
-    lastPlanned =
-      Some(ShareSourceOffset(batch, readTasks.countFor(batch, count), pinned, planning.identity.clusterId, options.groupId, keptIds))
+    val tasks   = readTasks.countFor(batch, parallelism.after(start)) // before planned(), which starts the next batch's clock
+    val keptIds = planning.planned(start, pinned, ids)
+    lastPlanned = Some(ShareSourceOffset(batch, tasks, pinned, planning.identity.clusterId, options.groupId, keptIds))
     lastPlanned.get
   }
 
   /** Real time (the subclass): the planning of its batches, from this stream's logs and planning step. */
   protected def realTimePlanning(): RealTimePlanning =
-    new RealTimePlanning(options, settings.parallelism, acquisitions, planning, readTasks, sparkBatchIds, cluster)
+    new RealTimePlanning(options, parallelism.forRealTime(), acquisitions, planning, readTasks, sparkBatchIds, cluster)
 
   /** Figures of the batch before `start`, once per batch: the empty batches in a row, a batch slower than its locks. */
   private def noteLastBatch(start: ShareSourceOffset, entries: Seq[AcquisitionEntry]): Unit = {

@@ -5,7 +5,7 @@ import io.github.kafkashare.spark.errors.ShareSourceErrors
 import io.github.kafkashare.spark.metrics.QueryTotals
 import io.github.kafkashare.spark.offsets.{AcquisitionLog, DecisionLog, SerializableHadoopConf}
 import io.github.kafkashare.spark.offsets.store.CheckpointStore
-import io.github.kafkashare.spark.options.{AcknowledgmentMode, LockBudget, ShareSourceOptions}
+import io.github.kafkashare.spark.options.{AcknowledgmentMode, LockBudget, OptionDeclarations, ShareSourceOptions}
 import io.github.kafkashare.spark.sparkinternals.{QuerySink, RealTimeMode, SparkConfs, TaskSlots}
 import org.apache.hadoop.fs.Path
 import org.apache.spark.internal.Logging
@@ -36,7 +36,8 @@ object StreamStart extends Logging {
       })
       // Each read task is a member of the group; the group takes at most group.share.max.size.
       cluster.groupMaxSize().filter(parallelism > _).foreach { max =>
-        throw ShareSourceErrors.parallelismAboveGroupSize(parallelism, max, options.groupId)
+        val option = if (options.elastic.nonEmpty) OptionDeclarations.MaxParallelism else OptionDeclarations.Parallelism
+        throw ShareSourceErrors.parallelismAboveGroupSize(option, parallelism, max, options.groupId)
       }
       val hadoopConf = hadoopConfOf(spark)
       val store      = CheckpointStore.of(new Path(checkpointDir), hadoopConf.value)

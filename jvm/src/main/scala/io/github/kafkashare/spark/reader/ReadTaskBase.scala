@@ -21,6 +21,7 @@ private[reader] final class ReadTaskBase(partition: KafkaShareInputPartition) {
   private val totals   = partition.totals.open() // here, inside the task, so that the task's updates count
   private var fetchers = List.empty[ReplayFetcher]
   private var ended    = false
+  private val began    = System.nanoTime
   JvmActivity.taskStarted()
 
   /** The records `parts` name, read back by offset, counted as replayed. */
@@ -48,6 +49,7 @@ private[reader] final class ReadTaskBase(partition: KafkaShareInputPartition) {
       finally {
         counters.addTo(totals)
         totals.emittedAges.add(ages)
+        totals.taskMs.add((System.nanoTime - began) / 1000000L)
         if (!ended) { ended = true; JvmActivity.taskEnded() }
       }
 

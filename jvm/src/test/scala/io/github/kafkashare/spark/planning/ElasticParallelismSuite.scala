@@ -7,8 +7,8 @@ class ElasticParallelismSuite extends AnyFunSuite {
   // 1 to 8 read tasks, the backlog drained within 10 s, down after 3 batches that wanted fewer.
   private def elastic() = new ElasticParallelism(min = 1, max = 8, drainMs = 10000L)
 
-  /** A batch of `tasks` read tasks that took 1,000 records a second each, and left a backlog. */
-  private def paced(e: ElasticParallelism, tasks: Int): Unit = e.ran(tasks, records = tasks * 2000L, batchMs = 2000L, backlogAfter = 1L)
+  /** A saturated batch of `tasks` read tasks that took 1,000 records a second each, 2 s each. */
+  private def paced(e: ElasticParallelism, tasks: Int): Unit = e.ran(records = tasks * 2000L, taskMs = tasks * 2000L, saturated = true)
 
   test("before any batch measured a read task's pace: a backlog gets the maximum, none the minimum") {
     assert(elastic().choose(backlog = 0L, arrivingPerSecond = 0.0) == 1)
@@ -59,13 +59,20 @@ class ElasticParallelismSuite extends AnyFunSuite {
     assert(e.choose(backlog = 0L, arrivingPerSecond = 1000.0) == 4, "two batches that wanted fewer, not three in a row")
   }
 
-  test("a batch that drained the backlog does not lower the pace: its tasks may have had less than they could take") {
+  test("a batch that was not saturated does not lower the pace: its tasks had less than they could take") {
     val e = elastic()
     paced(e, tasks = 2)
-    e.ran(batchTasks = 2, records = 200L, batchMs = 2000L, backlogAfter = 0L)
+    e.ran(records = 200L, taskMs = 4000L, saturated = false)
     assert(e.recordsPerTaskSecond.contains(1000.0))
-    e.ran(batchTasks = 2, records = 8000L, batchMs = 2000L, backlogAfter = 5L) // 2,000 a task: the newest weighs half
+    e.ran(records = 8000L, taskMs = 4000L, saturated = true) // 2,000 a task-second: the newest weighs half
     assert(e.recordsPerTaskSecond.contains(1500.0))
+  }
+
+  test("steady arrivals: the count settles at what they need, and does not creep up") {
+    val e = elastic()
+    paced(e, tasks = 3)
+    val counts = (1 to 10).map(_ => e.choose(backlog = 100L, arrivingPerSecond = 2500.0))
+    assert(counts.forall(_ == 3), counts)
   }
 
   test("the minimum holds even with nothing to read") {
