@@ -119,4 +119,4 @@ def test_the_wheel_installs_and_works_on_each_claimed_python(version: str, tmp_p
         "failOnDataLoss": "false",
         "kafka.security.protocol": "SSL",
     }
-    assert "parallelism must be a whole number from 1 to 100000" in seen["refused"]
+    assert "parallelism must be 'auto' or a whole number from 1 to 100000" in seen["refused"]

@@ -29,8 +29,8 @@ private[planning] final class BatchParallelism(options: ShareSourceOptions, most
     val sinceMs                = (System.nanoTime - planning.plannedAt) / 1000000L
     val (backlogAtPlan, count) = lastPlan
     if (plans >= 2 && last.batch == start.batch) {
-      val capped    = options.maxRecordsPerTrigger.exists(last.records >= _)
-      val saturated = last.records < backlogAtPlan && !capped && count <= countBefore
+      // A batch capped by maxRecordsPerTrigger counts: its tasks read until they had their share, and their time says how fast.
+      val saturated = last.records < backlogAtPlan && count <= countBefore
       e.ran(last.records, totals.taskMs.sum, saturated)
     }
     val before = e.current

@@ -6,8 +6,9 @@ package io.github.kafkashare.spark.planning
  * source's to choose at every batch.
  *
  * A read task's pace (records a second of a read task's time, which holds the sink's work on the rows too) is
- * learnt from saturated batches only: batches that took less than waited when they were planned, not capped
- * by maxRecordsPerTrigger, and not the first with more tasks (new consumers join the group first). Another
+ * learnt from saturated batches only: batches that took less than waited when they were planned (a batch capped
+ * by maxRecordsPerTrigger too: its tasks read until they had their share), and not the first with more tasks
+ * (new consumers join the group first). Another
  * batch only says that its tasks were enough: learnt from, it would make the pace what was asked, and the
  * count creep up. The next batch gets enough tasks to take what arrives and to drain what waits within
  * `drainMs`:
