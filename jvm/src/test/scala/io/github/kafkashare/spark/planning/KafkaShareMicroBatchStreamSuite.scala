@@ -126,6 +126,16 @@ class KafkaShareMicroBatchStreamSuite extends AnyFunSuite with BeforeAndAfterAll
     assert(fixture().stream.metrics(java.util.Optional.empty()).get("parallelismReason") == null, "a fixed parallelism has no reason")
   }
 
+  test("parallelism auto: a batch run again after a restart keeps the read tasks its offset recorded, whatever auto would choose now") {
+    val auto    = Map("kafka.share.parallelism" -> "auto")
+    val f       = fixture(auto)
+    val planned = next(f, ShareSourceOffset.initial)
+    assert(planned.tasks == 2)
+    f.cluster.groupStart = Map(("orders", 0) -> 100L) // no backlog now: auto would choose 1
+    val restarted = fixture(auto, restartOf = Some((f.checkpoint, f.cluster)))
+    assert(restarted.stream.planInputPartitions(ShareSourceOffset.initial, planned).length == 2)
+  }
+
   test("a read task is small: the checkpoint's Hadoop configuration goes to each executor once, not in every task") {
     spark.sparkContext.hadoopConfiguration.set("kafkashare.test.marker", "shipped")
     val f     = fixture()
