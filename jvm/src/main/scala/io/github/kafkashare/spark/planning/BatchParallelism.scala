@@ -19,18 +19,16 @@ private[planning] final class BatchParallelism(options: ShareSourceOptions, most
   // run, and its own first made its consumers and joined the group).
   private var plans    = 0
   private var realTime = false
-  // The backlog and the count when the batch running now was planned, and the count of the one before.
-  private var lastPlan    = (0L, 0)
-  private var countBefore = 0
+  // The read tasks of the batch before the one that ended (each batch's own are in its offset).
+  private var tasksBefore = 0
 
   /** The read tasks of the batch after `start`, once auto learnt from the batch that ended there. */
   def after(start: ShareSourceOffset): Int = elastic.fold(most) { e =>
-    val last                   = planning.lastBatch
-    val sinceMs                = (System.nanoTime - planning.plannedAt) / 1000000L
-    val (backlogAtPlan, count) = lastPlan
+    val last    = planning.lastBatch
+    val sinceMs = (System.nanoTime - planning.plannedAt) / 1000000L
     if (plans >= 2 && last.batch == start.batch) {
       // A batch capped by maxRecordsPerTrigger counts: its tasks read until they had their share, and their time says how fast.
-      val saturated = last.records < backlogAtPlan && count <= countBefore
+      val saturated = last.records < planning.backlogAtPlanning && start.tasks <= tasksBefore
       e.ran(last.records, totals.taskMs.sum, saturated)
     }
     val before = e.current
@@ -38,8 +36,7 @@ private[planning] final class BatchParallelism(options: ShareSourceOptions, most
     if (chosen != before)
       logInfo(s"kafka-share: group '${options.groupId}': $chosen read tasks from this batch on (were $before): ${e.reason}")
     plans += 1
-    countBefore = count
-    lastPlan = (planning.backlogNow, chosen)
+    tasksBefore = start.tasks
     chosen
   }
 
